@@ -1,0 +1,341 @@
+"""The contribution algebra: entity and relation state as what live chunks said.
+
+An entity or relation is never stored as a merged summary. Its state is a map
+{contribution id -> fragment}, one fragment per chunk that mentioned it, and
+the record the stores hold is `render`ed from that map. Removing a chunk
+retracts exactly the fragments it contributed, so the result is always the
+same as building from the remaining chunks (ARCHITECTURE.md invariants 1, 2, 4).
+
+Contribution ids:
+- an entity's own fragment from chunk C: ``C``
+- an entity mentioned as an endpoint of relation (C, other): ``C|other``, so an
+  entity lives exactly as long as a relation touching it lives
+- a relation's fragment from chunk C: ``C``
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from dataflow.core.chunking import Chunk
+from dataflow.core.extraction import UNKNOWN_TYPE, Extraction, merge_extractions
+from dataflow.core.naming import clean_entity_name, entity_key, relation_key
+
+RelationPair = tuple[str, str]
+F = TypeVar("F", "EntityFragment", "RelationFragment")
+
+
+@dataclass(frozen=True)
+class EntityFragment:
+    """What one chunk said about one entity.
+
+    `type` is None when the chunk only named the entity as a relation endpoint:
+    such a fragment keeps the entity alive but takes no part in the type vote.
+    """
+
+    name: str
+    type: str | None
+    description: str
+    chunk_id: str
+    file_path: str
+
+
+@dataclass(frozen=True)
+class RelationFragment:
+    """What one chunk said about one (undirected) relation."""
+
+    source_name: str
+    target_name: str
+    keywords: tuple[str, ...]
+    description: str
+    strength: float
+    chunk_id: str
+    file_path: str
+
+
+@dataclass(frozen=True)
+class EntityContribution:
+    key: str
+    contribution_id: str
+    fragment: EntityFragment
+
+
+@dataclass(frozen=True)
+class RelationContribution:
+    key: RelationPair
+    contribution_id: str
+    fragment: RelationFragment
+
+
+Contribution = EntityContribution | RelationContribution
+EntityState = Mapping[str, EntityFragment]
+RelationState = Mapping[str, RelationFragment]
+
+
+@dataclass(frozen=True)
+class ChunkContributions:
+    """Everything one chunk contributed: what its removal must retract."""
+
+    chunk_id: str
+    entities: tuple[EntityContribution, ...] = ()
+    relations: tuple[RelationContribution, ...] = ()
+
+    def all(self) -> tuple[Contribution, ...]:
+        return (*self.entities, *self.relations)
+
+
+def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContributions:
+    """Turn one chunk's extraction into keyed contributions (pure, deterministic)."""
+    merged = merge_extractions(extraction, Extraction())
+    entities: dict[tuple[str, str], EntityContribution] = {}
+    for entity in merged.entities:
+        key = entity_key(entity.name)
+        if not key:
+            continue
+        fragment = EntityFragment(
+            name=clean_entity_name(entity.name),
+            type=entity.type.strip().lower() or UNKNOWN_TYPE,
+            description=entity.description.strip(),
+            chunk_id=chunk.chunk_id,
+            file_path=chunk.file_path,
+        )
+        entities[(key, chunk.chunk_id)] = EntityContribution(key, chunk.chunk_id, fragment)
+    relations: list[RelationContribution] = []
+    for relation in merged.relations:
+        pair = relation_key(relation.source, relation.target)
+        if pair is None:
+            continue
+        source_name = clean_entity_name(relation.source)
+        target_name = clean_entity_name(relation.target)
+        if entity_key(source_name) != pair[0]:
+            source_name, target_name = target_name, source_name
+        fragment_r = RelationFragment(
+            source_name=source_name,
+            target_name=target_name,
+            keywords=tuple(relation.keywords),
+            description=relation.description.strip(),
+            strength=float(relation.strength),
+            chunk_id=chunk.chunk_id,
+            file_path=chunk.file_path,
+        )
+        relations.append(RelationContribution(pair, chunk.chunk_id, fragment_r))
+        for key, name, other in ((pair[0], source_name, pair[1]), (pair[1], target_name, pair[0])):
+            mention_id = f"{chunk.chunk_id}|{other}"
+            mention = EntityFragment(
+                name=name,
+                type=None,
+                description=fragment_r.description,
+                chunk_id=chunk.chunk_id,
+                file_path=chunk.file_path,
+            )
+            entities[(key, mention_id)] = EntityContribution(key, mention_id, mention)
+    ordered_entities = tuple(entities[k] for k in sorted(entities))
+    ordered_relations = tuple(sorted(relations, key=lambda c: c.key))
+    return ChunkContributions(chunk.chunk_id, ordered_entities, ordered_relations)
+
+
+def apply(state: Mapping[str, F], contribution_id: str, fragment: F) -> dict[str, F]:
+    """Add (or replace) one contribution. Idempotent: applying twice equals once."""
+    return {**state, contribution_id: fragment}
+
+
+def retract(state: Mapping[str, F], contribution_id: str) -> dict[str, F]:
+    """Remove one contribution; retracting an absent id changes nothing."""
+    return {cid: fragment for cid, fragment in state.items() if cid != contribution_id}
+
+
+# -- rendering ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    key: str
+    name: str
+    type: str
+    description: str
+    source_chunk_ids: tuple[str, ...]
+    file_paths: tuple[str, ...]
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.name}\n{self.description}"
+
+
+@dataclass(frozen=True)
+class RelationRecord:
+    source: str
+    target: str
+    source_name: str
+    target_name: str
+    keywords: tuple[str, ...]
+    description: str
+    weight: float
+    source_chunk_ids: tuple[str, ...]
+    file_paths: tuple[str, ...]
+
+    @property
+    def pair(self) -> RelationPair:
+        return (self.source, self.target)
+
+    @property
+    def embedding_text(self) -> str:
+        return (
+            f"{self.source_name}\t{self.target_name}\n"
+            f"{', '.join(self.keywords)}\n{self.description}"
+        )
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """Descriptions too many or too long to join; `fragments_hash` is the cache key."""
+
+    kind: str  # "entity" or "relation"
+    name: str
+    descriptions: tuple[str, ...]
+    fragments_hash: str
+    max_tokens: int
+
+
+Summarizer = Callable[[SummaryRequest], str]
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """When descriptions are summarised (LightRAG: force_llm_summary_on_merge=8)."""
+
+    summarize_over_fragments: int = 8
+    summarize_over_tokens: int = 1200
+    summary_max_tokens: int = 500
+
+    def __post_init__(self) -> None:
+        for name in ("summarize_over_fragments", "summarize_over_tokens", "summary_max_tokens"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"RenderOptions.{name} must be >= 1 (got {value})")
+
+
+def fragments_hash(descriptions: Iterable[str]) -> str:
+    """A stable hash of a set of descriptions (the summary cache key)."""
+    canonical = json.dumps(sorted(set(descriptions)), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _vote(values: Iterable[str]) -> str | None:
+    """Most frequent value; ties go to the lexicographically smallest."""
+    counts = Counter(values)
+    if not counts:
+        return None
+    return min(counts, key=lambda value: (-counts[value], value))
+
+
+def _ordered_descriptions(fragments: Iterable[EntityFragment | RelationFragment]) -> list[str]:
+    """Distinct descriptions, most supported first, then by (file path, chunk id, text).
+
+    Nothing here depends on arrival order, so incremental and from-scratch agree.
+    """
+    support: Counter[str] = Counter()
+    first_place: dict[str, tuple[str, str, str]] = {}
+    for fragment in fragments:
+        text = fragment.description
+        if not text:
+            continue
+        support[text] += 1
+        place = (fragment.file_path, fragment.chunk_id, text)
+        if text not in first_place or place < first_place[text]:
+            first_place[text] = place
+    return sorted(support, key=lambda text: (-support[text], first_place[text]))
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """Renders records from states. `summarize` None means the extractive summary."""
+
+    count_tokens: Callable[[str], int]
+    options: RenderOptions = RenderOptions()
+    summarize: Summarizer | None = None
+
+    def entity(self, key: str, state: EntityState) -> EntityRecord | None:
+        """The entity's record, or None when nothing contributes to it any more."""
+        if not state:
+            return None
+        fragments = list(state.values())
+        typed = [f for f in fragments if f.type is not None]
+        described = typed if any(f.description for f in typed) else fragments
+        name = _vote(f.name for f in fragments) or key
+        return EntityRecord(
+            key=key,
+            name=name,
+            type=_vote(f.type for f in typed if f.type is not None) or UNKNOWN_TYPE,
+            description=self._describe("entity", name, _ordered_descriptions(described)),
+            source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
+            file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
+        )
+
+    def relation(self, pair: RelationPair, state: RelationState) -> RelationRecord | None:
+        """The relation's record, or None when no chunk supports it any more."""
+        if not state:
+            return None
+        fragments = list(state.values())
+        source_name = _vote(f.source_name for f in fragments) or pair[0]
+        target_name = _vote(f.target_name for f in fragments) or pair[1]
+        keywords = sorted({k for f in fragments for k in f.keywords})
+        return RelationRecord(
+            source=pair[0],
+            target=pair[1],
+            source_name=source_name,
+            target_name=target_name,
+            keywords=tuple(keywords),
+            description=self._describe(
+                "relation", f"{source_name} - {target_name}", _ordered_descriptions(fragments)
+            ),
+            weight=math.fsum(f.strength for f in fragments),
+            source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
+            file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
+        )
+
+    def _describe(self, kind: str, name: str, descriptions: list[str]) -> str:
+        joined = "\n".join(descriptions)
+        if (
+            len(descriptions) <= self.options.summarize_over_fragments
+            and self.count_tokens(joined) <= self.options.summarize_over_tokens
+        ):
+            return joined
+        request = SummaryRequest(
+            kind=kind,
+            name=name,
+            descriptions=tuple(descriptions),
+            fragments_hash=fragments_hash(descriptions),
+            max_tokens=self.options.summary_max_tokens,
+        )
+        if self.summarize is not None:
+            return self.summarize(request)
+        return extractive_summary(request, self.count_tokens)
+
+
+def extractive_summary(request: SummaryRequest, count_tokens: Callable[[str], int]) -> str:
+    """The summary without an LLM: the best-supported descriptions under the token cap.
+
+    Descriptions arrive ordered by support; take them greedily while the total
+    stays under `max_tokens`. The first one is always kept, cut by words if it
+    alone is over the cap, so a hub entity keeps a bounded description.
+    """
+    chosen: list[str] = []
+    used = 0
+    for text in request.descriptions:
+        cost = count_tokens(text) + (1 if chosen else 0)
+        if used + cost <= request.max_tokens:
+            chosen.append(text)
+            used += cost
+        elif not chosen:
+            words = text.split()
+            while words and count_tokens(" ".join(words)) > request.max_tokens:
+                words = words[: max(1, len(words) * 3 // 4)] if len(words) > 1 else []
+            chosen.append(" ".join(words))
+            break
+    return "\n".join(chosen)

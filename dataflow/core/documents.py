@@ -1,0 +1,177 @@
+"""Documents at the door of the index: validation, cleaning, identity.
+
+A document either becomes a `PreparedDocument` (clean text plus its hash) or a
+`DocumentFailure` that says why, never an exception: one bad document must not
+stop a stream.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import posixpath
+from dataclasses import dataclass
+
+PREVIEW_CHARS = 200
+
+
+class DocumentStatus(enum.Enum):
+    PENDING = "PENDING"
+    PROCESSING = "PROCESSING"
+    PROCESSED = "PROCESSED"
+    FAILED = "FAILED"
+
+
+@dataclass(frozen=True)
+class DocumentUpsert:
+    """A document's new content. `content` is raw bytes (as read or received) or text."""
+
+    doc_id: str
+    content: bytes | str
+    file_path: str = ""
+
+
+@dataclass(frozen=True)
+class DocumentDelete:
+    doc_id: str
+
+
+DocumentChange = DocumentUpsert | DocumentDelete
+
+
+@dataclass(frozen=True)
+class DocumentLimits:
+    max_bytes: int = 10_000_000
+
+    def __post_init__(self) -> None:
+        if self.max_bytes <= 0:
+            raise ValueError(f"max_bytes must be > 0 (got {self.max_bytes})")
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    doc_id: str
+    file_path: str
+    text: str
+    content_hash: str
+    preview: str
+    length: int
+
+
+@dataclass(frozen=True)
+class DocumentFailure:
+    doc_id: str
+    file_path: str
+    reason: str
+    content_hash: str = ""
+
+
+def content_hash(text: str) -> str:
+    """The identity of a document version: sha256 of its cleaned text."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL bytes and surrounding whitespace (what LightRAG does before chunking)."""
+    return text.replace("\x00", "").strip()
+
+
+def preview_of(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """A one-line preview: whitespace collapsed, cut at `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "\u2026"
+
+
+def doc_id_for_path(relative_path: str) -> str:
+    """The doc id of a file in a watched folder: its normalised, root-relative POSIX path.
+
+    Raises ValueError for a path that escapes the root or is empty, since such a
+    path can only come from a bug in the caller.
+    """
+    path = posixpath.normpath(relative_path.replace("\\", "/"))
+    if path in ("", ".") or path.startswith("../") or path == ".." or path.startswith("/"):
+        raise ValueError(f"doc id needs a path relative to the watched root; got {relative_path!r}")
+    return path
+
+
+_TEXT_CONTROLS = frozenset("\t\n\r\f\v")
+
+
+def _looks_binary(text: str) -> bool:
+    """Many control characters (NUL included) mean binary content, not text.
+
+    A few stray NULs are tolerated (and dropped by `clean_text`); a file that
+    is over a tenth control characters is not a document.
+    """
+    sample = text[:4096]
+    if not sample:
+        return False
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in _TEXT_CONTROLS)
+    return controls / len(sample) > 0.1
+
+
+def prepare_document(
+    change: DocumentUpsert, limits: DocumentLimits = DocumentLimits()
+) -> PreparedDocument | DocumentFailure:
+    """Validate and clean one document version."""
+    doc_id, file_path = change.doc_id, change.file_path
+    if not doc_id.strip():
+        return DocumentFailure(doc_id, file_path, "doc_id is empty; give every document an id")
+    if "\x00" in doc_id:
+        return DocumentFailure(doc_id, file_path, "doc_id contains a NUL character; remove it")
+    raw = change.content
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > limits.max_bytes:
+        return DocumentFailure(
+            doc_id,
+            file_path,
+            f"document is {size} bytes, over the limit of {limits.max_bytes} bytes "
+            "(raise max_document_bytes to index it)",
+        )
+    if isinstance(raw, bytes):
+        if _looks_binary(raw[:4096].decode("latin-1")):
+            return DocumentFailure(doc_id, file_path, "content is binary, not text")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return DocumentFailure(
+                doc_id,
+                file_path,
+                f"content is not valid UTF-8 (byte {error.start}: {error.reason}); "
+                "convert the file to UTF-8",
+            )
+    else:
+        text = raw
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            return DocumentFailure(
+                doc_id, file_path, f"text holds an unpaired surrogate at {error.start}"
+            )
+    if _looks_binary(text):
+        return DocumentFailure(doc_id, file_path, "content is binary, not text")
+    cleaned = clean_text(text)
+    if not cleaned:
+        return DocumentFailure(doc_id, file_path, "document is empty or whitespace only")
+    return PreparedDocument(
+        doc_id=doc_id,
+        file_path=file_path,
+        text=cleaned,
+        content_hash=content_hash(cleaned),
+        preview=preview_of(cleaned),
+        length=len(cleaned),
+    )
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """A document's status as the stores keep it (times are added by the sink)."""
+
+    doc_id: str
+    status: DocumentStatus
+    file_path: str = ""
+    content_hash: str = ""
+    chunk_ids: tuple[str, ...] = ()
+    preview: str = ""
+    length: int = 0
+    reason: str = ""

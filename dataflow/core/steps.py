@@ -1,0 +1,191 @@
+"""The indexing steps as pure state transitions, one per keyed step of the dataflow.
+
+Each function takes the state kept for one key and one input, and returns the
+new state and what to emit downstream, exactly as a Bytewax `stateful_map`
+needs. The Bytewax wiring (dataflow/flow.py) and the in-process reference
+index (dataflow/core/index.py) both drive these same functions.
+
+    document step  key doc_id    DocumentState        -> ChunkAdded / ChunkRemoved
+    chunk step     key chunk_id  ChunkContributions   -> ContributionDelta (+ / -)
+    entity step    key entity    EntityState          -> EntityRecord or deletion
+    relation step  key pair      RelationState        -> RelationRecord or deletion
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from dataflow.core.chunking import Chunk, ChunkingOptions, Tokenizer, chunk_document, diff_chunks
+from dataflow.core.contributions import (
+    ChunkContributions,
+    Contribution,
+    EntityFragment,
+    RelationFragment,
+    apply,
+    contributions_for_chunk,
+    retract,
+)
+from dataflow.core.documents import (
+    DocumentChange,
+    DocumentDelete,
+    DocumentFailure,
+    DocumentLimits,
+    DocumentRecord,
+    DocumentStatus,
+    prepare_document,
+)
+from dataflow.core.extraction import Extraction
+
+F = TypeVar("F", EntityFragment, RelationFragment)
+
+
+@dataclass(frozen=True)
+class DocumentState:
+    """What the document step remembers of a document's last indexed version."""
+
+    content_hash: str
+    file_path: str
+    chunk_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChunkAdded:
+    chunk: Chunk
+
+
+@dataclass(frozen=True)
+class ChunkRemoved:
+    chunk_id: str
+
+
+ChunkChange = ChunkAdded | ChunkRemoved
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    """What one document change means for the stores and for extraction.
+
+    `chunks` is the document's full current chunk list (order can change for
+    kept chunks, so the chunk store rewrites them all; that is cheap and
+    idempotent). `changes` holds only the chunks whose text changed: the ones
+    that cost extraction.
+    """
+
+    record: DocumentRecord | None  # None: the document is gone
+    chunks: tuple[Chunk, ...]
+    changes: tuple[ChunkChange, ...]
+
+
+def update_document(
+    state: DocumentState | None,
+    change: DocumentChange,
+    tokenizer: Tokenizer,
+    chunking: ChunkingOptions,
+    limits: DocumentLimits,
+) -> tuple[DocumentState | None, DocumentOutcome]:
+    """Diff a document's new version against its last one.
+
+    A version that fails validation retracts the previous one: the index must
+    equal a build from the documents as they are now, and this one has no
+    valid content. Its record says FAILED with the reason.
+    """
+    previous_ids = state.chunk_ids if state is not None else ()
+    if isinstance(change, DocumentDelete):
+        removed = tuple(ChunkRemoved(chunk_id) for chunk_id in previous_ids)
+        return None, DocumentOutcome(record=None, chunks=(), changes=removed)
+
+    prepared = prepare_document(change, limits)
+    if isinstance(prepared, DocumentFailure):
+        removed = tuple(ChunkRemoved(chunk_id) for chunk_id in previous_ids)
+        record = DocumentRecord(
+            doc_id=change.doc_id,
+            status=DocumentStatus.FAILED,
+            file_path=change.file_path,
+            content_hash=prepared.content_hash,
+            reason=prepared.reason,
+        )
+        return None, DocumentOutcome(record=record, chunks=(), changes=removed)
+
+    same_place = state is not None and state.file_path == prepared.file_path
+    if same_place and state is not None and state.content_hash == prepared.content_hash:
+        unchanged = DocumentOutcome(record=None, chunks=(), changes=())
+        return state, unchanged
+
+    chunks = chunk_document(prepared.doc_id, prepared.file_path, prepared.text, tokenizer, chunking)
+    # A moved file keeps its chunk ids but every fragment names the old path:
+    # re-emit all chunks (extraction is cached by text, so this costs no LLM call).
+    diff = diff_chunks(previous_ids if same_place else (), chunks)
+    stale = tuple(chunk_id for chunk_id in previous_ids if chunk_id not in diff.kept)
+    current_ids = {chunk.chunk_id for chunk in chunks}
+    changes: tuple[ChunkChange, ...] = (
+        *(ChunkRemoved(chunk_id) for chunk_id in stale if chunk_id not in current_ids),
+        *(ChunkAdded(chunk) for chunk in diff.added),
+    )
+    record = DocumentRecord(
+        doc_id=prepared.doc_id,
+        status=DocumentStatus.PROCESSED,
+        file_path=prepared.file_path,
+        content_hash=prepared.content_hash,
+        chunk_ids=tuple(chunk.chunk_id for chunk in chunks),
+        preview=prepared.preview,
+        length=prepared.length,
+    )
+    new_state = DocumentState(prepared.content_hash, prepared.file_path, record.chunk_ids)
+    return new_state, DocumentOutcome(record=record, chunks=chunks, changes=changes)
+
+
+@dataclass(frozen=True)
+class ChunkExtracted:
+    """A changed chunk together with what its extractor found."""
+
+    chunk: Chunk
+    extraction: Extraction
+
+
+@dataclass(frozen=True)
+class ContributionDelta:
+    contribution: Contribution
+    retracted: bool = False
+
+
+def update_chunk(
+    state: ChunkContributions | None, event: ChunkExtracted | ChunkRemoved
+) -> tuple[ChunkContributions | None, tuple[ContributionDelta, ...]]:
+    """Emit the difference between what a chunk contributed and what it now contributes.
+
+    Retractions are exactly the stored contributions (the LLM is never asked
+    again). Re-delivering the same extraction emits nothing, so replays are free.
+    """
+    old = _by_identity(state)
+    if isinstance(event, ChunkRemoved):
+        new_state = None
+    else:
+        new_state = contributions_for_chunk(event.chunk, event.extraction)
+    new = _by_identity(new_state)
+    retractions = [ContributionDelta(c, retracted=True) for k, c in old.items() if k not in new]
+    additions = [ContributionDelta(c) for k, c in new.items() if old.get(k) != c]
+    return new_state, (*retractions, *additions)
+
+
+def _by_identity(state: ChunkContributions | None) -> dict[tuple[object, ...], Contribution]:
+    if state is None:
+        return {}
+    return {(type(c).__name__, c.key, c.contribution_id): c for c in state.all()}
+
+
+def update_fragments(
+    state: Mapping[str, F] | None, deltas: Iterable[tuple[str, F | None]]
+) -> dict[str, F] | None:
+    """Fold (contribution id, fragment or None for a retraction) into an entity or relation state.
+
+    Returns None when no contribution is left, so the dataflow discards the key.
+    """
+    current: dict[str, F] = dict(state or {})
+    for contribution_id, fragment in deltas:
+        if fragment is None:
+            current = retract(current, contribution_id)
+        else:
+            current = apply(current, contribution_id, fragment)
+    return current or None

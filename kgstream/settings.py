@@ -1,0 +1,205 @@
+"""kgstream's one settings object.
+
+Built once, from (lowest to highest precedence) the defaults below, an optional
+TOML file, the environment (`KGSTREAM_<FIELD>`, plus the usual
+`OPENAI_BASE_URL` / `OPENAI_API_KEY`) and command-line overrides, then passed
+explicitly. Fields are flat so every one has an obvious env name and TOML key;
+the `*_options()` methods build the typed option objects each part takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from dataflow.core.chunking import ChunkingOptions
+from dataflow.core.contributions import RenderOptions
+from dataflow.core.documents import DocumentLimits
+from dataflow.core.prompts import ExtractionPromptOptions
+
+ENV_PREFIX = "KGSTREAM_"
+# Names that OpenAI-compatible tooling already uses, honoured as aliases.
+ENV_ALIASES = {"OPENAI_BASE_URL": "llm_base_url", "OPENAI_API_KEY": "llm_api_key"}
+SECRET_FIELDS = frozenset({"llm_api_key", "embedding_api_key", "grpc_auth_token"})
+
+
+class SettingsError(ValueError):
+    """A setting has a value kgstream cannot use; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    # where state lives
+    data_dir: Path = Path("kgstream-data")
+    workspace: str = "default"
+    # documents and chunking (LightRAG defaults)
+    max_document_bytes: int = 10_000_000
+    chunk_token_size: int = 1200
+    chunk_overlap_tokens: int = 100
+    split_by_character: str | None = None
+    tokenizer_encoding: str = "cl100k_base"
+    # extraction: the offline extractor unless an LLM endpoint is set
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_seconds: float = 60.0
+    llm_max_concurrency: int = 4
+    llm_max_retries: int = 3
+    max_gleaning: int = 1
+    entity_types: tuple[str, ...] = ("organization", "person", "geo", "event", "category")
+    language: str = "English"
+    # descriptions: summarised above these sizes
+    summarize_over_fragments: int = 8
+    summarize_over_tokens: int = 1200
+    summary_max_tokens: int = 500
+    # embeddings: the local MiniLM unless an embedding endpoint is set
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_dimension: int = 384
+    # stores: embedded unless URLs are set
+    redis_url: str | None = None
+    qdrant_url: str | None = None
+    # event log
+    kafka_bootstrap_servers: str | None = None
+    kafka_topic: str = "kgstream.documents"
+    # gateway
+    grpc_address: str = "127.0.0.1:50051"
+    grpc_auth_token: str | None = None
+
+    def __post_init__(self) -> None:
+        # Build every option object once so a bad value fails here, by name.
+        try:
+            self.chunking_options()
+            self.document_limits()
+            self.render_options()
+        except ValueError as error:
+            raise SettingsError(str(error)) from error
+
+    def chunking_options(self) -> ChunkingOptions:
+        return ChunkingOptions(
+            chunk_token_size=self.chunk_token_size,
+            chunk_overlap_tokens=self.chunk_overlap_tokens,
+            split_by_character=self.split_by_character,
+        )
+
+    def document_limits(self) -> DocumentLimits:
+        return DocumentLimits(max_bytes=self.max_document_bytes)
+
+    def render_options(self) -> RenderOptions:
+        return RenderOptions(
+            summarize_over_fragments=self.summarize_over_fragments,
+            summarize_over_tokens=self.summarize_over_tokens,
+            summary_max_tokens=self.summary_max_tokens,
+        )
+
+    def prompt_options(self) -> ExtractionPromptOptions:
+        return ExtractionPromptOptions(entity_types=self.entity_types, language=self.language)
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain data, secrets masked (for `kgstream config`)."""
+        shown: dict[str, Any] = {}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.name in SECRET_FIELDS and value:
+                value = "****" + str(value)[-4:] if len(str(value)) > 8 else "****"
+            elif isinstance(value, Path):
+                value = str(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            shown[field.name] = value
+        return shown
+
+
+def load_settings(
+    env: Mapping[str, str],
+    toml_path: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the settings from a TOML file, the environment and explicit overrides."""
+    values: dict[str, Any] = {}
+    if toml_path is not None:
+        try:
+            with toml_path.open("rb") as handle:
+                values.update(_from_mapping(tomllib.load(handle), f"{toml_path}"))
+        except OSError as error:
+            raise SettingsError(f"cannot read settings file {toml_path}: {error}") from error
+        except tomllib.TOMLDecodeError as error:
+            raise SettingsError(f"settings file {toml_path} is not valid TOML: {error}") from error
+    values.update(_from_env(env))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return Settings(**values)
+
+
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    types_by_name = _field_types()
+    values: dict[str, Any] = {}
+    for alias, name in ENV_ALIASES.items():
+        if env.get(alias):
+            values[name] = _coerce(name, env[alias], types_by_name[name], alias)
+    for key, raw in env.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        name = key[len(ENV_PREFIX) :].lower()
+        if name not in types_by_name:
+            continue  # other tools share the prefix space; unknown names are not ours
+        values[name] = _coerce(name, raw, types_by_name[name], key)
+    return values
+
+
+def _from_mapping(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    types_by_name = _field_types()
+    values: dict[str, Any] = {}
+    for name, raw in data.items():
+        if name not in types_by_name:
+            known = ", ".join(sorted(types_by_name))
+            raise SettingsError(f"{source}: unknown setting {name!r}; known settings: {known}")
+        values[name] = _coerce(name, raw, types_by_name[name], source)
+    return values
+
+
+def _coerce(name: str, raw: Any, annotation: Any, source: str) -> Any:
+    """Turn a string (env) or TOML value into the field's type, or say what is wrong."""
+    optional = False
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional, annotation = True, args[0]
+    if optional and raw in ("", None):
+        return None
+    try:
+        if annotation is bool:
+            if isinstance(raw, bool):
+                return raw
+            lowered = str(raw).strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if annotation in (int, float):
+            return annotation(raw)
+        if annotation is Path:
+            return Path(str(raw)).expanduser()
+        if typing.get_origin(annotation) is tuple:
+            items = raw if isinstance(raw, list) else str(raw).split(",")
+            return tuple(str(item).strip() for item in items if str(item).strip())
+        return str(raw)
+    except (TypeError, ValueError) as error:
+        raise SettingsError(
+            f"{source}: setting {name} = {raw!r} is not a valid {annotation}: {error}"
+        ) from error
+
+
+def replace(settings: Settings, **changes: Any) -> Settings:
+    """A copy with some fields changed (validated like the original)."""
+    return dataclasses.replace(settings, **changes)

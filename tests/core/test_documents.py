@@ -1,0 +1,85 @@
+import pytest
+
+from dataflow.core.documents import (
+    DocumentFailure,
+    DocumentLimits,
+    DocumentUpsert,
+    PreparedDocument,
+    content_hash,
+    doc_id_for_path,
+    prepare_document,
+)
+
+
+def prepared(content: bytes | str, **kwargs: object) -> PreparedDocument:
+    result = prepare_document(DocumentUpsert("doc-1", content, "notes/a.md"), **kwargs)  # type: ignore[arg-type]
+    assert isinstance(result, PreparedDocument), result
+    return result
+
+
+def failure(content: bytes | str, limits: DocumentLimits = DocumentLimits()) -> DocumentFailure:
+    result = prepare_document(DocumentUpsert("doc-1", content, "notes/a.md"), limits)
+    assert isinstance(result, DocumentFailure), result
+    return result
+
+
+def test_text_is_stripped_and_nul_bytes_dropped():
+    doc = prepared("  \n Hello\x00 world \n\n")
+    assert doc.text == "Hello world"
+    assert doc.length == len("Hello world")
+    assert doc.content_hash == content_hash("Hello world")
+
+
+def test_utf8_bytes_are_decoded():
+    assert prepared("Zürich café".encode()).text == "Zürich café"
+
+
+def test_content_hash_ignores_surrounding_whitespace_but_not_content():
+    assert prepared("abc\n").content_hash == prepared("  abc").content_hash
+    assert prepared("abc").content_hash != prepared("abd").content_hash
+
+
+def test_preview_is_one_line_and_bounded():
+    doc = prepared("word " * 500)
+    assert "\n" not in doc.preview
+    assert len(doc.preview) <= 200
+    assert doc.preview.endswith("\u2026")
+
+
+@pytest.mark.parametrize("content", ["", "   \n\t  ", b"\n\n"])
+def test_empty_or_whitespace_document_fails_with_reason(content):
+    assert "empty" in failure(content).reason
+
+
+def test_invalid_utf8_fails_naming_the_byte():
+    reason = failure(b"ok so far \xff\xfe then junk").reason
+    assert "UTF-8" in reason and "byte 10" in reason
+
+
+def test_binary_content_fails():
+    assert "binary" in failure(bytes(range(256)) * 20).reason
+    assert "binary" in failure("\x01\x02\x03\x04\x05\x06\x07\x08" * 100).reason
+
+
+def test_document_over_the_size_limit_fails_naming_the_limit():
+    reason = failure("x" * 101, DocumentLimits(max_bytes=100)).reason
+    assert "101 bytes" in reason and "100 bytes" in reason
+
+
+def test_size_limit_must_be_positive():
+    with pytest.raises(ValueError, match="max_bytes"):
+        DocumentLimits(max_bytes=0)
+
+
+def test_doc_id_for_path_is_normalised_posix_relative_path():
+    assert doc_id_for_path("notes/./a.md") == "notes/a.md"
+    assert doc_id_for_path("notes\\sub\\b.md") == "notes/sub/b.md"
+    for bad in ("", ".", "../x", "/etc/passwd"):
+        with pytest.raises(ValueError, match="relative"):
+            doc_id_for_path(bad)
+
+
+@pytest.mark.parametrize("doc_id", ["", "  ", "a\x00b"])
+def test_unusable_doc_id_fails_alone(doc_id):
+    result = prepare_document(DocumentUpsert(doc_id, "fine text", "a.md"))
+    assert isinstance(result, DocumentFailure) and "doc_id" in result.reason

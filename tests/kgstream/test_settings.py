@@ -1,0 +1,61 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from kgstream.cli import main
+from kgstream.settings import Settings, SettingsError, load_settings
+
+
+def test_defaults_are_lightrag_chunking_and_embedded_stores():
+    settings = load_settings({})
+    assert settings.chunking_options().chunk_token_size == 1200
+    assert settings.chunking_options().chunk_overlap_tokens == 100
+    assert settings.redis_url is None and settings.qdrant_url is None
+    assert settings.llm_base_url is None
+
+
+def test_environment_overrides_toml_and_flags_override_environment(tmp_path: Path):
+    toml = tmp_path / "kg.toml"
+    toml.write_text('chunk_token_size = 500\nworkspace = "from-toml"\nentity_types = ["person"]\n')
+    env = {"KGSTREAM_WORKSPACE": "from-env", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    settings = load_settings(env, toml, {"data_dir": Path("/tmp/x"), "chunk_overlap_tokens": None})
+    assert settings.chunk_token_size == 500
+    assert settings.workspace == "from-env"
+    assert settings.entity_types == ("person",)
+    assert settings.llm_base_url == "http://127.0.0.1:9/v1"
+    assert settings.data_dir == Path("/tmp/x")
+
+
+def test_bad_values_name_the_setting():
+    with pytest.raises(SettingsError, match="KGSTREAM_CHUNK_TOKEN_SIZE"):
+        load_settings({"KGSTREAM_CHUNK_TOKEN_SIZE": "many"})
+    with pytest.raises(SettingsError, match="chunk_overlap_tokens"):
+        load_settings({"KGSTREAM_CHUNK_TOKEN_SIZE": "100", "KGSTREAM_CHUNK_OVERLAP_TOKENS": "100"})
+
+
+def test_unknown_toml_key_is_an_error_listing_known_keys(tmp_path: Path):
+    toml = tmp_path / "kg.toml"
+    toml.write_text("chunk_size = 5\n")
+    with pytest.raises(SettingsError, match=r"unknown setting 'chunk_size'.*chunk_token_size"):
+        load_settings({}, toml)
+
+
+def test_config_command_masks_secrets(capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-verysecretkey1234")
+    assert main(["config"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["llm_api_key"] == "****1234"
+    assert Settings().workspace == shown["workspace"]
+
+
+def test_bad_setting_prints_one_line_and_a_hint(capsys, monkeypatch):
+    monkeypatch.setenv("KGSTREAM_LLM_MAX_CONCURRENCY", "lots")
+    assert main(["config"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("kgstream: ") and err[1].startswith("hint:")
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 0
+    assert "usage: kgstream" in capsys.readouterr().out
