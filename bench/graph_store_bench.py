@@ -36,6 +36,7 @@ def entity_record(index: int) -> EntityRecord:
         description=f"Entity number {index}, described in a sentence of ordinary length.",
         source_chunk_ids=(f"chunk-{index % 5000:064x}",),
         file_paths=(f"docs/file-{index % 500}.md",),
+        doc_ids=(f"docs/file-{index % 500}.md",),
     )
 
 
@@ -50,6 +51,7 @@ def relation_record(pair: tuple[str, str], rng: random.Random) -> RelationRecord
         weight=round(rng.uniform(0.5, 10.0), 3),
         source_chunk_ids=(f"chunk-{rng.randrange(5000):064x}",),
         file_paths=(f"docs/file-{rng.randrange(500)}.md",),
+        doc_ids=(f"docs/file-{rng.randrange(500)}.md",),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from dataflow.core.documents import DocumentUpsert, doc_id_for_path
 
@@ -17,8 +17,22 @@ TEMPORARY_SUFFIXES = (".tmp", ".swp", ".swx", ".part", ".crdownload", "~")
 TEMPORARY_PREFIXES = (".#", "#")
 
 
+def has_hidden_part(relative_path: str) -> bool:
+    """True when any component of a root-relative POSIX path starts with a dot.
+
+    Nothing under such a path is ever a document, so a watcher may drop its
+    events without looking at the disk.
+    """
+    return any(part.startswith(".") for part in PurePosixPath(relative_path).parts)
+
+
 def is_document_path(root: Path, path: Path) -> bool:
-    """True when `path` (inside `root`) is a file kgstream should index."""
+    """True when `path` (inside `root`) is a file kgstream should index.
+
+    The symlink rule looks at the fully resolved path, so a link anywhere on
+    the way (the file itself or a folder above it) that leads outside the
+    root disqualifies the file.
+    """
     try:
         relative = path.relative_to(root)
     except ValueError:
@@ -28,21 +42,33 @@ def is_document_path(root: Path, path: Path) -> bool:
         return False
     if name.endswith(TEMPORARY_SUFFIXES) or name.startswith(TEMPORARY_PREFIXES):
         return False
-    if path.is_symlink():
+    try:
         target = path.resolve()
-        if not target.is_relative_to(root.resolve()):
-            return False
+    except (OSError, RuntimeError):  # a symlink loop, or a path that vanished mid-way
+        return False
+    if not target.is_relative_to(root.resolve()):
+        return False
     return path.is_file()
+
+
+def iter_document_paths_under(root: Path, directory: Path) -> Iterator[Path]:
+    """Every document in `directory` (a folder inside `root`, or `root` itself), sorted.
+
+    Hidden folders are not entered and symlinked folders are not followed, the
+    same as a watcher that does not follow symlinks. A missing `directory`
+    yields nothing.
+    """
+    for current, dirnames, filenames in os.walk(directory, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for filename in sorted(filenames):
+            path = Path(current) / filename
+            if is_document_path(root, path):
+                yield path
 
 
 def iter_document_paths(root: Path) -> Iterator[Path]:
     """Every document under `root`, in a stable (sorted) order."""
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for filename in sorted(filenames):
-            path = Path(directory) / filename
-            if is_document_path(root, path):
-                yield path
+    return iter_document_paths_under(root, root)
 
 
 def read_document(root: Path, path: Path) -> DocumentUpsert:

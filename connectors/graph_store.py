@@ -188,6 +188,7 @@ def _entity_fields(record: EntityRecord) -> HashFields:
         "description": record.description,
         "source_chunk_ids": _dump_list(record.source_chunk_ids),
         "file_paths": _dump_list(record.file_paths),
+        "doc_ids": _dump_list(record.doc_ids),
     }
 
 
@@ -199,6 +200,7 @@ def _entity_from(fields: dict[str, str]) -> EntityRecord:
         description=fields["description"],
         source_chunk_ids=_load_list(fields["source_chunk_ids"]),
         file_paths=_load_list(fields["file_paths"]),
+        doc_ids=_load_list(fields["doc_ids"]),
     )
 
 
@@ -213,6 +215,7 @@ def _relation_fields(record: RelationRecord) -> HashFields:
         "weight": repr(float(record.weight)),
         "source_chunk_ids": _dump_list(record.source_chunk_ids),
         "file_paths": _dump_list(record.file_paths),
+        "doc_ids": _dump_list(record.doc_ids),
     }
 
 
@@ -227,6 +230,7 @@ def _relation_from(fields: dict[str, str]) -> RelationRecord:
         weight=float(fields["weight"]),
         source_chunk_ids=_load_list(fields["source_chunk_ids"]),
         file_paths=_load_list(fields["file_paths"]),
+        doc_ids=_load_list(fields["doc_ids"]),
     )
 
 

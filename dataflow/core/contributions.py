@@ -44,6 +44,7 @@ class EntityFragment:
     description: str
     chunk_id: str
     file_path: str
+    doc_id: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class RelationFragment:
     strength: float
     chunk_id: str
     file_path: str
+    doc_id: str
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContri
             description=entity.description.strip(),
             chunk_id=chunk.chunk_id,
             file_path=chunk.file_path,
+            doc_id=chunk.doc_id,
         )
         entities[(key, chunk.chunk_id)] = EntityContribution(key, chunk.chunk_id, fragment)
     relations: list[RelationContribution] = []
@@ -123,6 +126,7 @@ def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContri
             strength=float(relation.strength),
             chunk_id=chunk.chunk_id,
             file_path=chunk.file_path,
+            doc_id=chunk.doc_id,
         )
         relations.append(RelationContribution(pair, chunk.chunk_id, fragment_r))
         for key, name, other in ((pair[0], source_name, pair[1]), (pair[1], target_name, pair[0])):
@@ -133,6 +137,7 @@ def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContri
                 description=fragment_r.description,
                 chunk_id=chunk.chunk_id,
                 file_path=chunk.file_path,
+                doc_id=chunk.doc_id,
             )
             entities[(key, mention_id)] = EntityContribution(key, mention_id, mention)
     ordered_entities = tuple(entities[k] for k in sorted(entities))
@@ -161,6 +166,7 @@ class EntityRecord:
     description: str
     source_chunk_ids: tuple[str, ...]
     file_paths: tuple[str, ...]
+    doc_ids: tuple[str, ...]
 
     @property
     def embedding_text(self) -> str:
@@ -178,6 +184,7 @@ class RelationRecord:
     weight: float
     source_chunk_ids: tuple[str, ...]
     file_paths: tuple[str, ...]
+    doc_ids: tuple[str, ...]
 
     @property
     def pair(self) -> RelationPair:
@@ -275,6 +282,7 @@ class Renderer:
             description=self._describe("entity", name, _ordered_descriptions(described)),
             source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
             file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
+            doc_ids=tuple(sorted({f.doc_id for f in fragments})),
         )
 
     def relation(self, pair: RelationPair, state: RelationState) -> RelationRecord | None:
@@ -297,6 +305,7 @@ class Renderer:
             weight=math.fsum(f.strength for f in fragments),
             source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
             file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
+            doc_ids=tuple(sorted({f.doc_id for f in fragments})),
         )
 
     def _describe(self, kind: str, name: str, descriptions: list[str]) -> str:

@@ -50,6 +50,7 @@ def entity(key: str, description: str = "", chunk: str = "chunk-1") -> EntityRec
         description=description or f"about {key}",
         source_chunk_ids=(chunk, "chunk-{odd}"),
         file_paths=("docs/a b.md", "docs/ü.md"),
+        doc_ids=("docs/a b.md", "docs/ü.md"),
     )
 
 
@@ -65,6 +66,7 @@ def relation(a: str, b: str, weight: float = 0.1 + 0.2, description: str = "") -
         weight=weight,
         source_chunk_ids=("chunk-1",),
         file_paths=("docs/a b.md",),
+        doc_ids=("docs/a b.md",),
     )
 
 

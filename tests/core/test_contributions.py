@@ -31,12 +31,12 @@ def chunk(chunk_id: str, file_path: str = "a.md") -> Chunk:
 def entity_fragment(
     chunk_id: str, type_: str | None = "person", description: str = "d", name: str = "Ada"
 ):
-    return EntityFragment(name, type_, description, chunk_id, f"{chunk_id}.md")
+    return EntityFragment(name, type_, description, chunk_id, f"{chunk_id}.md", "doc")
 
 
 def relation_fragment(chunk_id: str, strength: float = 1.0, keywords=("k",), description="r"):
     return RelationFragment(
-        "Ada", "Bob", tuple(keywords), description, strength, chunk_id, f"{chunk_id}.md"
+        "Ada", "Bob", tuple(keywords), description, strength, chunk_id, f"{chunk_id}.md", "doc"
     )
 
 
@@ -47,6 +47,7 @@ fragments = st.builds(
     description=st.text(max_size=20),
     chunk_id=st.sampled_from(["c1", "c2", "c3"]),
     file_path=st.sampled_from(["a.md", "b.md"]),
+    doc_id=st.sampled_from(["a", "b"]),
 )
 states = st.dictionaries(st.text(min_size=1, max_size=6), fragments, max_size=6)
 

@@ -1,0 +1,128 @@
+"""Local embedder throughput: paragraphs/s for all-MiniLM-L6-v2 (int8 ONNX) on this CPU.
+
+Run: .venv/bin/python bench/embedding_speed.py [--paragraphs 200] [--seed 7]
+
+Embeds the same seeded, generated paragraphs (40-160 words, like indexer chunks) with
+batch 32 (and the default padded-token cap per batch) at 1 and 2 onnxruntime threads, then
+two baselines at 1 thread: plain batches of 32 (no token cap) and one text per run. Each
+figure is printed with its ratio to the first row. Model loading and one warm-up call are
+excluded from the timings; the machine's other load is not, so compare rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from connectors.embeddings_local import LocalEmbeddingOptions, LocalMiniLMEmbedder
+
+_WORDS = [
+    "the",
+    "a",
+    "of",
+    "and",
+    "to",
+    "in",
+    "graph",
+    "vector",
+    "stream",
+    "index",
+    "document",
+    "chunk",
+    "entity",
+    "relation",
+    "query",
+    "answer",
+    "river",
+    "mountain",
+    "city",
+    "market",
+    "teacher",
+    "engine",
+    "harbour",
+    "storm",
+    "company",
+    "founded",
+    "research",
+    "network",
+    "protocol",
+    "partition",
+    "replica",
+    "leader",
+    "follower",
+    "latency",
+    "throughput",
+    "memory",
+    "disk",
+    "snapshot",
+    "recovery",
+    "offset",
+    "consumer",
+    "producer",
+    "topic",
+    "cluster",
+    "worker",
+]
+
+
+def generate_paragraphs(count: int, seed: int) -> list[str]:
+    """Seeded pseudo-prose: sentences of 6-20 words, 40-160 words per paragraph."""
+    rng = random.Random(seed)
+    paragraphs = []
+    for _ in range(count):
+        target = rng.randint(40, 160)
+        sentences: list[str] = []
+        words = 0
+        while words < target:
+            length = rng.randint(6, 20)
+            sentence = " ".join(rng.choice(_WORDS) for _ in range(length))
+            sentences.append(sentence[0].upper() + sentence[1:] + ".")
+            words += length
+        paragraphs.append(" ".join(sentences))
+    return paragraphs
+
+
+_NO_TOKEN_CAP = 1_000_000
+
+
+def measure(paragraphs: list[str], options: LocalEmbeddingOptions) -> float:
+    """Paragraphs per second for one configuration."""
+    embedder = LocalMiniLMEmbedder(options)
+    embedder.embed(paragraphs[:4])  # load + warm up
+    started = time.perf_counter()
+    embedder.embed(paragraphs)
+    return len(paragraphs) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paragraphs", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    paragraphs = generate_paragraphs(args.paragraphs, args.seed)
+    words = sum(len(p.split()) for p in paragraphs) / len(paragraphs)
+    print(f"{len(paragraphs)} paragraphs, mean {words:.0f} words, seed {args.seed}")
+    default_cap = LocalEmbeddingOptions().max_batch_tokens
+    configurations = [
+        (f"batch 32, <= {default_cap} tokens, 1 thread ", LocalEmbeddingOptions(threads=1)),
+        (f"batch 32, <= {default_cap} tokens, 2 threads", LocalEmbeddingOptions(threads=2)),
+        (
+            "batch 32, no token cap,    1 thread ",
+            LocalEmbeddingOptions(threads=1, max_batch_tokens=_NO_TOKEN_CAP),
+        ),
+        ("batch  1,                  1 thread ", LocalEmbeddingOptions(threads=1, batch_size=1)),
+    ]
+    baseline: float | None = None
+    for label, options in configurations:
+        rate = measure(paragraphs, options)
+        baseline = baseline or rate
+        print(f"{label}  {rate:7.1f} paragraphs/s  ({rate / baseline:.2f}x first row)")
+
+
+if __name__ == "__main__":
+    main()

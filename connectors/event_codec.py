@@ -1,0 +1,113 @@
+"""Kafka message <-> document change.
+
+The value is a `kgstream.v1.DocumentEvent` (protobuf, see protos/), or the same
+fields as a JSON object for producers without protobuf:
+``{"doc_id": "...", "op": "UPSERT"|"DELETE", "content": "text", "file_path": "..."}``.
+The key is the doc id; a null value (tombstone) deletes the document.
+Anything else is a `MalformedEvent` with a reason, for the dead-letter path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentUpsert
+from protos.kgstream.v1.events_pb2 import DocumentEvent
+
+
+@dataclass(frozen=True)
+class MalformedEvent:
+    reason: str
+
+
+@dataclass(frozen=True)
+class DecodedEvent:
+    change: DocumentChange
+    event_time_ms: int = 0
+
+
+def encode_change(change: DocumentChange, event_time_ms: int = 0) -> tuple[bytes, bytes]:
+    """The (key, value) of the Kafka message for a change (protobuf value)."""
+    if isinstance(change, DocumentDelete):
+        event = DocumentEvent(
+            doc_id=change.doc_id, op=DocumentEvent.DELETE, event_time_ms=event_time_ms
+        )
+    else:
+        content = (
+            change.content.encode("utf-8") if isinstance(change.content, str) else change.content
+        )
+        event = DocumentEvent(
+            doc_id=change.doc_id,
+            op=DocumentEvent.UPSERT,
+            content=content,
+            file_path=change.file_path,
+            event_time_ms=event_time_ms,
+        )
+    return change.doc_id.encode("utf-8"), event.SerializeToString()
+
+
+def decode_message(key: bytes | None, value: bytes | None) -> DecodedEvent | MalformedEvent:
+    """Decode one Kafka message; never raises."""
+    try:
+        key_id = key.decode("utf-8") if key is not None else ""
+    except UnicodeDecodeError:
+        return MalformedEvent("message key is not UTF-8; the key must be the doc id")
+    if value is None:
+        if not key_id:
+            return MalformedEvent("tombstone without a key: cannot tell which document to delete")
+        return DecodedEvent(DocumentDelete(key_id))
+    stripped = value.lstrip()
+    if stripped.startswith((b"{", b"[")):
+        return _decode_json(key_id, value)
+    return _decode_protobuf(key_id, value)
+
+
+def _decode_protobuf(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
+    event = DocumentEvent()
+    try:
+        event.ParseFromString(value)
+    except DecodeError as error:
+        return MalformedEvent(f"value is neither JSON nor a kgstream.v1.DocumentEvent: {error}")
+    op = DocumentEvent.Op.Name(event.op) if event.op in DocumentEvent.Op.values() else str(event.op)
+    return _build(key_id, event.doc_id, op, event.content, event.file_path, event.event_time_ms)
+
+
+def _decode_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
+    try:
+        data = json.loads(value)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        return MalformedEvent(f"value looks like JSON but does not parse: {error}")
+    if not isinstance(data, dict):
+        return MalformedEvent("JSON value must be an object with doc_id, op and content")
+    content = data.get("content", "")
+    if not isinstance(content, str):
+        return MalformedEvent("JSON field 'content' must be a string (UTF-8 text)")
+    event_time = data.get("event_time_ms", 0)
+    if not isinstance(event_time, int):
+        return MalformedEvent("JSON field 'event_time_ms' must be an integer")
+    return _build(
+        key_id,
+        str(data.get("doc_id", "")),
+        str(data.get("op", "")).upper(),
+        content.encode("utf-8", "surrogatepass"),
+        str(data.get("file_path", "")),
+        event_time,
+    )
+
+
+def _build(
+    key_id: str, doc_id: str, op: str, content: bytes, file_path: str, event_time_ms: int
+) -> DecodedEvent | MalformedEvent:
+    if key_id and doc_id and key_id != doc_id:
+        return MalformedEvent(f"doc_id {doc_id!r} differs from the message key {key_id!r}")
+    doc_id = doc_id or key_id
+    if not doc_id:
+        return MalformedEvent("no doc id: set the message key or the doc_id field")
+    if op == "DELETE":
+        return DecodedEvent(DocumentDelete(doc_id), event_time_ms)
+    if op == "UPSERT":
+        return DecodedEvent(DocumentUpsert(doc_id, content, file_path or doc_id), event_time_ms)
+    return MalformedEvent(f"op must be UPSERT or DELETE; got {op or 'nothing'!r}")

@@ -1,0 +1,40 @@
+"""Reading a whole index back out of the stores, as plain data.
+
+Used by `kgstream export` and by the tests that compare an incrementally
+maintained index with a fresh build ("graph and vectors compared as data").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from connectors.stores import Stores
+from connectors.vector_store import JsonValue, VectorKind
+from dataflow.core.index import IndexSnapshot
+
+
+@dataclass(frozen=True)
+class StoredIndex:
+    graph: IndexSnapshot
+    vectors: dict[VectorKind, dict[str, tuple[tuple[float, ...], dict[str, JsonValue]]]]
+
+
+def read_index(stores: Stores) -> StoredIndex:
+    graph = stores.graph
+    snapshot = IndexSnapshot(
+        entities={e.key: e for e in sorted(graph.iter_entities(), key=lambda e: e.key)},
+        relations={r.pair: r for r in sorted(graph.iter_relations(), key=lambda r: r.pair)},
+        chunks={c.chunk_id: c for c in sorted(graph.iter_chunks(), key=lambda c: c.chunk_id)},
+        documents={
+            d.record.doc_id: d.record
+            for d in sorted(graph.iter_documents(), key=lambda d: d.record.doc_id)
+        },
+    )
+    vectors = {
+        kind: {
+            point.key: (tuple(point.vector), dict(point.payload))
+            for point in stores.vectors.iter_points(kind)
+        }
+        for kind in VectorKind
+    }
+    return StoredIndex(snapshot, vectors)

@@ -1,0 +1,93 @@
+"""The stores as one unit: the Redis graph store and the vector store, embedded or remote.
+
+`open_stores` gives the embedded default when no URLs are set: a real
+redis-server started on a private socket under the data directory, and Qdrant
+Edge in-process under the same directory. Both are the same store classes the
+production servers use, only pointed at local instances.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from connectors.graph_store import GraphStore
+from connectors.redis_server import EmbeddedRedis
+from connectors.vector_store import QdrantClientVectorStore, VectorKind, VectorStore
+from connectors.vector_store_edge import EdgeVectorStore
+
+if TYPE_CHECKING:
+    from dataflow.commit import CommitBatch
+
+
+@dataclass(frozen=True)
+class StoreLocations:
+    data_dir: Path
+    workspace: str = "default"
+    redis_url: str | None = None
+    qdrant_url: str | None = None
+
+
+class Stores:
+    """The graph store and the vector store, written together in `write`."""
+
+    def __init__(
+        self, graph: GraphStore, vectors: VectorStore, embedded_redis: EmbeddedRedis | None = None
+    ) -> None:
+        self.graph = graph
+        self.vectors = vectors
+        self._embedded_redis = embedded_redis
+
+    def write(self, batch: CommitBatch) -> int:
+        """Vectors first, then the graph (whose version bump makes the batch visible)."""
+        deletes: dict[VectorKind, list[str]] = defaultdict(list)
+        for kind, key in batch.vector_deletes:
+            deletes[kind].append(key)
+        for kind, keys in deletes.items():
+            self.vectors.delete(kind, keys)
+        if batch.vector_upserts:
+            self.vectors.upsert(batch.vector_upserts)
+        return self.graph.apply(batch.graph)
+
+    def close(self) -> None:
+        self.vectors.close()
+        if self._embedded_redis is not None:
+            self._embedded_redis.stop()
+
+    def __enter__(self) -> Stores:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_stores(locations: StoreLocations, space: str, dimension: int) -> Stores:
+    """Open (and for the embedded default, start) the stores for one embedding space."""
+    embedded: EmbeddedRedis | None = None
+    if locations.redis_url:
+        graph = GraphStore.from_url(locations.redis_url, locations.workspace)
+    else:
+        embedded = EmbeddedRedis(locations.data_dir / "redis")
+        embedded.start()
+        graph = GraphStore.from_url(embedded.url, locations.workspace)
+    vectors: VectorStore
+    if locations.qdrant_url:
+        vectors = QdrantClientVectorStore.from_url(locations.qdrant_url, locations.workspace)
+    else:
+        vectors = EdgeVectorStore(locations.data_dir / "vectors", locations.workspace)
+    try:
+        vectors.ensure_collections(space, dimension)
+    except BaseException:
+        vectors.close()
+        if embedded is not None:
+            embedded.stop()
+        raise
+    return Stores(graph, vectors, embedded)

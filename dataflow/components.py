@@ -1,0 +1,72 @@
+"""What the dataflow's steps need from the outside world, built once per process.
+
+The steps stay wiring; everything with I/O (LLM, embeddings, stores) is reached
+through this one object, built from the settings by `build_components` or
+assembled by hand in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from connectors.embeddings import Embedder
+from connectors.stores import Stores
+from dataflow.commit import CommitBatch
+from dataflow.core.chunking import ChunkingOptions, Tokenizer
+from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
+from dataflow.core.documents import DocumentLimits
+from dataflow.core.extraction import Extraction
+from dataflow.messages import EntityState, RelationState, Vector
+
+ExtractMany = Callable[[Sequence[str]], list[Extraction | str]]
+"""Extract many chunk texts; a str in the result is the reason that chunk failed."""
+
+
+@dataclass
+class Components:
+    tokenizer: Tokenizer
+    chunking: ChunkingOptions
+    limits: DocumentLimits
+    extract_many: ExtractMany
+    embedder: Embedder
+    renderer: Renderer
+    stores: Stores
+    render_concurrency: int = 1
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        if not texts:
+            return []
+        return [tuple(vector) for vector in self.embedder.embed(list(texts))]
+
+    def render_many(
+        self, states: Sequence[EntityState | RelationState]
+    ) -> list[EntityRecord | RelationRecord | None]:
+        """Render states; concurrently when summaries may call an LLM."""
+        if self.render_concurrency <= 1 or len(states) <= 1:
+            return [self._render(state) for state in states]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.render_concurrency, "kgstream-render")
+        return list(self._pool.map(self._render, states))
+
+    def _render(self, state: EntityState | RelationState) -> EntityRecord | RelationRecord | None:
+        if isinstance(state, EntityState):
+            return self.renderer.entity(state.key, state.fragments or {})
+        return self.renderer.relation(state.pair, state.fragments or {})
+
+    def write(self, batch: CommitBatch) -> None:
+        if not batch.is_empty():
+            self.stores.write(batch)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        self.stores.close()
+
+
+def offline_extract_many(texts: Sequence[str]) -> list[Extraction | str]:
+    from dataflow.core.offline_extractor import extract_offline
+
+    return [extract_offline(text) for text in texts]

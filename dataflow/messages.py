@@ -1,0 +1,139 @@
+"""The items that flow between the dataflow's steps.
+
+A document version in flight is identified by a `Ticket`. Every message its
+change causes carries the ticket, and the steps downstream acknowledge what
+they applied, so the commit step knows exactly when a document's whole effect
+is in the stores (and only then marks it PROCESSED). All items are frozen and
+picklable: Bytewax snapshots them for recovery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dataflow.core.chunking import Chunk
+from dataflow.core.contributions import (
+    EntityFragment,
+    EntityRecord,
+    RelationFragment,
+    RelationPair,
+    RelationRecord,
+)
+from dataflow.core.documents import DocumentRecord
+from dataflow.core.steps import ChunkAdded, ChunkExtracted, ChunkRemoved, ContributionDelta
+
+Vector = tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One document version in flight: its doc id and the event that made it."""
+
+    doc_id: str
+    token: str
+
+
+@dataclass(frozen=True)
+class DocumentPending:
+    """The document step's verdict on one change, for the commit step.
+
+    `record` is what the document's status becomes once every chunk in
+    `awaiting` has settled (None: the document is deleted). `chunks` are its
+    current chunk records and `removed_chunk_ids` the ones to delete.
+    """
+
+    ticket: Ticket
+    record: DocumentRecord | None
+    chunks: tuple[Chunk, ...]
+    removed_chunk_ids: tuple[str, ...]
+    awaiting: tuple[str, ...]
+    event_time: float
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """A chunk that changed: to extract (added) or to retract (removed)."""
+
+    ticket: Ticket
+    change: ChunkAdded | ChunkRemoved
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    """A chunk task after extraction: what the chunk step applies.
+
+    `failure` is set when extraction failed; the chunk then contributes nothing.
+    """
+
+    ticket: Ticket
+    event: ChunkExtracted | ChunkRemoved
+    vector: Vector | None = None
+    failure: str = ""
+
+    @property
+    def chunk_id(self) -> str:
+        if isinstance(self.event, ChunkRemoved):
+            return self.event.chunk_id
+        return self.event.chunk.chunk_id
+
+
+@dataclass(frozen=True)
+class TaggedDelta:
+    ticket: Ticket
+    chunk_id: str
+    delta: ContributionDelta
+
+
+@dataclass(frozen=True)
+class Ack:
+    """`count` deltas of chunk `chunk_id` (for `ticket`) have been applied."""
+
+    ticket: Ticket
+    chunk_id: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ChunkSettled:
+    """The chunk step applied a chunk task and sent `deltas` deltas downstream."""
+
+    ticket: Ticket
+    chunk_id: str
+    deltas: int
+    vector: Vector | None = None
+    chunk: Chunk | None = None
+    failure: str = ""
+
+
+@dataclass(frozen=True)
+class EntityState:
+    key: str
+    fragments: Mapping[str, EntityFragment] | None
+    acks: tuple[Ack, ...]
+
+
+@dataclass(frozen=True)
+class RelationState:
+    pair: RelationPair
+    fragments: Mapping[str, RelationFragment] | None
+    acks: tuple[Ack, ...]
+
+
+@dataclass(frozen=True)
+class EntityRendered:
+    key: str
+    record: EntityRecord | None
+    vector: Vector | None
+    acks: tuple[Ack, ...]
+
+
+@dataclass(frozen=True)
+class RelationRendered:
+    pair: RelationPair
+    record: RelationRecord | None
+    vector: Vector | None
+    acks: tuple[Ack, ...]
+
+
+CommitInput = DocumentPending | ChunkSettled | EntityRendered | RelationRendered

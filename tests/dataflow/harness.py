@@ -1,0 +1,73 @@
+"""Building and running the real dataflow in tests, and the from-scratch oracle."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from pathlib import Path
+
+from bytewax.testing import TestingSource, cluster_main, run_main
+
+from connectors.embeddings import OpenAIEmbedder, OpenAIEmbeddingOptions, embedding_space_name
+from connectors.graph_store import GraphStore
+from connectors.index_export import StoredIndex, read_index
+from connectors.stores import Stores
+from connectors.tokenizer import TiktokenTokenizer
+from connectors.vector_store_edge import EdgeVectorStore
+from dataflow.components import Components, offline_extract_many
+from dataflow.core.chunking import ChunkingOptions
+from dataflow.core.contributions import Renderer, RenderOptions
+from dataflow.core.documents import DocumentChange, DocumentLimits
+from dataflow.core.index import IndexSnapshot, ReferenceIndex
+from dataflow.core.offline_extractor import extract_offline
+from dataflow.events import SourceEvent
+from dataflow.flow import build_flow
+
+TOKENIZER = TiktokenTokenizer()
+CHUNKING = ChunkingOptions(chunk_token_size=60, chunk_overlap_tokens=8, split_by_character="\n\n")
+RENDER_OPTIONS = RenderOptions(summarize_over_fragments=3, summary_max_tokens=60)
+_workspaces = itertools.count()
+
+
+def renderer() -> Renderer:
+    return Renderer(TOKENIZER.count, RENDER_OPTIONS)
+
+
+def new_components(redis_url: str, embeddings_url: str, vector_dir: Path) -> Components:
+    embedder = OpenAIEmbedder(
+        OpenAIEmbeddingOptions(base_url=embeddings_url, model="test-embedding-model", dimension=384)
+    )
+    graph = GraphStore.from_url(redis_url, f"flowtest{next(_workspaces)}")
+    vectors = EdgeVectorStore(vector_dir, graph.workspace)
+    vectors.ensure_collections(embedding_space_name(embedder), embedder.dimension)
+    return Components(
+        tokenizer=TOKENIZER,
+        chunking=CHUNKING,
+        limits=DocumentLimits(),
+        extract_many=offline_extract_many,
+        embedder=embedder,
+        renderer=renderer(),
+        stores=Stores(graph, vectors),
+    )
+
+
+def events(changes: Iterable[DocumentChange], start: float = 1.0) -> list[SourceEvent]:
+    return [SourceEvent(change, f"test:{i}", start + i) for i, change in enumerate(changes)]
+
+
+def run_flow(components: Components, source_events: list[SourceEvent], workers: int = 1) -> None:
+    flow = build_flow(TestingSource(source_events), components)
+    if workers == 1:
+        run_main(flow)
+    else:
+        cluster_main(flow, [], 0, worker_count_per_proc=workers)
+
+
+def fresh_build(changes: Iterable[DocumentChange]) -> IndexSnapshot:
+    index = ReferenceIndex(TOKENIZER, extract_offline, CHUNKING)
+    index.apply_all(changes)
+    return index.snapshot(renderer())
+
+
+def stored(components: Components) -> StoredIndex:
+    return read_index(components.stores)

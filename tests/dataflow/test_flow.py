@@ -1,0 +1,88 @@
+"""The real Bytewax dataflow, end to end into real Redis and Qdrant Edge."""
+
+import pytest
+
+from connectors.vector_store import VectorKind, relation_point_key
+from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
+from tests.dataflow.harness import events, fresh_build, new_components, run_flow, stored
+
+ALICE = (
+    "Alice Moreau founded Northwind Labs in Lisbon.\n\nNorthwind Labs partnered with Helios Corp."
+)
+BOB = (
+    "Bob Tanaka joined Helios Corp after the Geneva Summit.\n\n"
+    "Alice Moreau met Bob Tanaka in Lisbon."
+)
+CARLA = "Carla Diaz leads the Atlas Project at Northwind Labs."
+
+
+@pytest.fixture
+def components(redis_server, llm_server, tmp_path):
+    built = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
+    yield built
+    built.stores.graph.clear()
+    built.stores.vectors.close()
+
+
+def assert_stores_equal_fresh_build(components, final_documents, embed):
+    index = stored(components)
+    expected = fresh_build(final_documents)
+    assert index.graph == expected
+    assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
+    assert set(index.vectors[VectorKind.RELATION]) == {
+        relation_point_key(*pair) for pair in expected.relations
+    }
+    assert set(index.vectors[VectorKind.CHUNK]) == set(expected.chunks)
+    for key, entity in expected.entities.items():
+        vector, payload = index.vectors[VectorKind.ENTITY][key]
+        assert vector == pytest.approx(embed(entity.embedding_text), abs=1e-6)
+        assert payload["doc_ids"] == list(entity.doc_ids)
+    for chunk_id, chunk in expected.chunks.items():
+        vector, payload = index.vectors[VectorKind.CHUNK][chunk_id]
+        assert vector == pytest.approx(embed(chunk.text), abs=1e-6)
+        assert payload["doc_id"] == chunk.doc_id
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_stream_of_upserts_edits_and_deletes_equals_fresh_build(components, workers):
+    changes = [
+        DocumentUpsert("a.md", ALICE, "a.md"),
+        DocumentUpsert("b.md", BOB, "b.md"),
+        DocumentUpsert("c.md", CARLA, "c.md"),
+        DocumentUpsert("a.md", ALICE.replace("Lisbon", "Porto"), "a.md"),
+        DocumentDelete("c.md"),
+        DocumentUpsert("b.md", BOB, "b.md"),
+    ]
+    run_flow(components, events(changes), workers)
+    final = [changes[3], changes[5]]
+    embed = lambda text: components.embed([text])[0]  # noqa: E731
+    assert_stores_equal_fresh_build(components, final, embed)
+    documents = stored(components).graph.documents
+    assert {d.status for d in documents.values()} == {DocumentStatus.PROCESSED}
+    assert "c.md" not in documents
+
+
+def test_deleting_a_document_keeps_shared_entities_and_drops_its_relations(components):
+    changes = [
+        DocumentUpsert("a.md", ALICE, "a.md"),
+        DocumentUpsert("c.md", CARLA, "c.md"),
+        DocumentDelete("a.md"),
+    ]
+    run_flow(components, events(changes))
+    graph = stored(components).graph
+    assert graph == fresh_build([changes[1]])
+    assert graph.entities["northwind labs"].file_paths == ("c.md",)
+    assert not any("alice moreau" in pair for pair in graph.relations)
+    assert "alice moreau" not in stored(components).vectors[VectorKind.ENTITY]
+
+
+def test_bad_document_fails_alone_with_its_reason(components):
+    changes = [
+        DocumentUpsert("bad.md", b"\xff\xfe\x00broken", "bad.md"),
+        DocumentUpsert("a.md", ALICE, "a.md"),
+    ]
+    run_flow(components, events(changes))
+    documents = stored(components).graph.documents
+    assert documents["bad.md"].status is DocumentStatus.FAILED
+    assert documents["bad.md"].reason
+    assert documents["a.md"].status is DocumentStatus.PROCESSED

@@ -1,0 +1,17 @@
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_generated_modules_match_the_protos(tmp_path: Path):
+    """Generated code is committed; it must be exactly what scripts/gen-protos makes."""
+    subprocess.run([str(ROOT / "scripts" / "gen-protos"), str(tmp_path)], check=True, cwd=ROOT)
+    generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.py*"))
+    assert generated, "scripts/gen-protos produced nothing"
+    for relative in generated:
+        committed = ROOT / relative
+        assert committed.exists(), f"{relative} is missing: run scripts/gen-protos"
+        assert committed.read_text() == (tmp_path / relative).read_text(), (
+            f"{relative} is stale: run scripts/gen-protos"
+        )
