@@ -3,7 +3,8 @@
 This is the embedded default (`kgstream run` works on a laptop with nothing
 else installed) and the extractor the property tests drive, so it is pure,
 deterministic and fast (a single regex tokenisation plus one pass over the
-tokens; see bench/offline_extractor_speed.py).
+tokens; see bench/offline_extractor_speed.py). Its word lists live in
+dataflow/core/offline_lexicon.py.
 
 What it finds, in order:
 
@@ -15,33 +16,43 @@ What it finds, in order:
 2. Entities: maximal runs of capitalised, ALLCAPS or CamelCase tokens, joined
    by lowercase connectors ("of", "de", "van", "the", "&"; "and"/"for"/"on"
    only when the whole span carries an organisation/place/event cue, so
-   "Alice and Bob" stays two people), plus small numbers ("Apollo 11"), years
-   after an event word ("Expo 2020") and "I" after an event word or given
-   name ("World War I"). Spans over 8 words (title-case lines, comma-less
-   lists), code identifiers (with "_") and ALLCAPS headlines are dropped. A
-   sentence-initial word is kept only with evidence (capitalised elsewhere
-   mid-sentence, a known word, an acronym, or a short form of a full name in
-   the same text). Titles ("Dr.", "CEO",
-   "Prime Minister") are cut off and mark the following name as a person.
+   "Alice and Bob" stays two people) and plural possessives ("Members'
+   Assembly"), plus small numbers ("Apollo 11"), years next to an event word
+   ("Expo 2020", "the 2021 Kesh Valley Flood": the year is part of the name)
+   and "I" after an event word or given name ("World War I"). Spans over 8
+   words (title-case lines, comma-less lists), code identifiers (with "_") and
+   ALLCAPS headlines are dropped. A sentence-initial word, and a single word in
+   a title-case heading, is kept only with evidence (capitalised mid-sentence
+   outside headings, a known word, an acronym, or a short form of a full name
+   in the same text). A lone cue, role or generic word ("Members", "Treasurer",
+   "Assembly", "Projects") is not a name. Titles ("Dr.", "CEO", "Prime
+   Minister", "Councillor", "Head of") are cut off and mark the following name
+   as a person; "X of Y" is cut in two after a person's name ("Lena Sorvik of
+   Greyholt Institute"), a legal form ("Acme Ltd of Leeds") or a named event.
    Possessive "'s" is stripped; months, weekdays and single letters dropped.
 3. Types, strongest cue first: suffix/head words ("Acme Corp", "University of
-   X", "Hudson River", "Paris Summit"), a small gazetteer, a title before the
+   X", "River Ardle", "Paris Summit"), a small gazetteer, a title before the
    name, a known given name, an ALLCAPS acronym (organization), context
-   ("based in X" -> geo, ", who" -> person); otherwise "category". Across
-   mentions the strongest cue wins (ties: first seen). A derived type that is
-   not in `entity_types` becomes "category" if configured, else the last
-   configured type; configured spelling (e.g. "PERSON") is kept.
+   ("based in X" -> geo; for a 2-3 word name shaped like a person's with no
+   cue word: "X, a <role>", "<role> X", "X is the <role>", "X said/joined",
+   "led by X", a he/she after a sentence-initial X, or the bare surname
+   recurring alone -> person); otherwise "category". Across mentions the
+   strongest cue wins (ties: first seen). A derived type that is not in
+   `entity_types` becomes "category" if configured, else the last configured
+   type; configured spelling (e.g. "PERSON") is kept.
 4. Relations: two entities in one sentence. Keywords are up to
    `max_relation_keywords` content words between them (else from the
    sentence, else "co-occurrence"); strength counts the sentences the pair
    shares; the description is the first such sentence.
 
 A bare surname or given name ("Turing", "Alan") of exactly one full person
-name in the text ("Alan Turing"), and a bare company name ("Acme") next to
-its legal form ("Acme Corp"), resolve to the full name; an ambiguous one
-("Curie" with Marie and Pierre Curie) stays as written. Precision is
-preferred over recall throughout; entity descriptions are the first sentence
-that mentions the entity.
+name in the text ("Alan Turing"), a bare company or programme name ("Acme")
+next to its full form ("Acme Corp", "Acme Programme"), and an event named
+without its year next to the one dated form, resolve to the full name; an
+ambiguous one ("Curie" with Marie and Pierre Curie) stays as written.
+Precision is preferred over recall throughout; entity descriptions are the
+first sentence that mentions the entity. Names are per chunk: short forms in
+other chunks are not merged here.
 """
 
 from __future__ import annotations
@@ -53,6 +64,50 @@ from itertools import pairwise
 
 from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
 from dataflow.core.naming import clean_entity_name, entity_key
+from dataflow.core.offline_lexicon import (
+    AGENT_VERBS,
+    APPOSITION_FILLERS,
+    CONDITIONAL_CONNECTORS,
+    CONNECTORS,
+    DEMONYMS,
+    EVENT_HEADS,
+    EVENT_SUFFIXES,
+    EVENT_SUFFIXES_WITH_YEAR,
+    FIRST_NAMES,
+    FUNCTION_WORDS,
+    GAZETTEER,
+    GENERIC_WORDS,
+    GEO_HEADS,
+    GEO_NOUNS,
+    GEO_PREPOSITIONS,
+    GEO_SUFFIXES,
+    KEYWORD_STOPWORDS,
+    LEGAL_FORMS,
+    LOCATIVE_VERBS,
+    MAYBE_ABBREVIATIONS,
+    MONTHS_AND_DAYS,
+    NAME_ABBREVIATIONS,
+    NO_BREAK_ABBREVIATIONS,
+    NOT_GIVEN_NAMES,
+    OCCUPATIONS,
+    ORG_COMPATIBLE_ROLES,
+    ORG_HEADS,
+    ORG_SUFFIXES,
+    PASSIVE_FOLLOWERS,
+    PASSIVE_PRONE_VERBS,
+    PERSON_PRONOUNS,
+    PERSON_ROLES,
+    PERSON_VERB_PAIRS,
+    PERSON_VERBS,
+    SITES,
+    SPEECH_VERBS,
+    STANDALONE_CUE_NAMES,
+    THING_WORDS,
+    TITLE_MODIFIERS,
+    TITLE_WORDS,
+    TITLE_WORDS_BEFORE_OF,
+    words,
+)
 
 ORGANIZATION, PERSON, GEO, EVENT, CATEGORY = "organization", "person", "geo", "event", "category"
 
@@ -94,173 +149,43 @@ class OfflineExtractorOptions:
                 raise ValueError(f"{field_name} must be >= {low}; got {value!r}")
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_FUNCTION_WORDS = _words(
-    """a an the this that these those it its they them their theirs there here he she his
-    her hers him we our ours us you your yours i me my who whom whose which what when where
-    why how if then than so but or nor and yet for of in on at by to from with without within
-    into onto over under about above below after before during since until while as because
-    although though whether also not no yes all any each every some many much more most
-    other others such both either neither is are was were be been being am do does did done
-    has have had having can could should would shall must might however meanwhile moreover
-    furthermore therefore thus hence instead indeed still today yesterday tomorrow tonight
-    now later earlier recently currently finally first second third last next according
-    despite following including unlike like among between through across against along
-    around behind beyond near per via upon toward towards whereas unless once only even just
-    perhaps maybe overall additionally similarly nevertheless nonetheless otherwise
-    eventually initially subsequently previously ultimately notably specifically generally
-    typically usually often sometimes always never already soon again together please
-    thanks thank dear hello hi ok okay none nothing something everything anything someone
-    everyone anyone nobody everybody several few own same see note figure fig table section
-    chapter appendix page step example summary introduction conclusion abstract overview
-    background contents let lets oh well while whilst amid amidst throughout inside outside
-    where's there's here's what's that's"""
-)
-_KEYWORD_STOPWORDS = _FUNCTION_WORDS | _words(
-    """may will said says say told tell tells added new use used using uses get got make
-    made makes way ways thing things lot lots one two three four five also very really
-    just said way yes non based"""
-)
-_CONNECTORS = _words("of de van von der den da del della di du la le the and & y dos das ter")
-_CONDITIONAL_CONNECTORS = _words("and for on")  # joined only when the span has a cue
-_NO_BREAK_ABBREVIATIONS = _words(
-    """mr mrs ms mx dr prof st mt ft gen sen rep gov lt col capt sgt maj cmdr adm rev hon
-    pres supt e.g i.e eg ie cf vs v approx ca fig figs no nos vol vols pp ch sec art est
-    jan feb mar apr jun jul aug sep sept oct nov dec"""
-)
-_MAYBE_ABBREVIATIONS = _words("inc corp co ltd llc plc jr sr bros etc al esq dept univ assn")
-_NAME_ABBREVIATIONS = _words(
-    "mr mrs ms mx dr prof st mt ft jr sr gen sen rep gov lt col capt sgt rev"
-)
-_TITLE_WORDS = _words(
-    """mr mrs ms mx miss dr prof professor sir dame lord lady president vice prime minister
-    chancellor secretary chief executive officer financial operating technology technical
-    ceo cfo cto coo chairman chairwoman chair founder cofounder co-founder director senator
-    sen rep representative congressman congresswoman governor gov mayor judge justice king
-    queen prince princess pope general gen colonel col captain capt lieutenant lt sergeant
-    sgt admiral commander rev reverend bishop cardinal rabbi imam sheikh coach ambassador
-    deputy managing senior"""
-)
-_PERSON_ROLES = _TITLE_WORDS | _words(
-    """spokesman spokeswoman spokesperson author writer scientist researcher economist
-    analyst engineer journalist reporter editor actor actress singer artist player manager
-    leader head inventor physicist mathematician chemist biologist historian philosopher
-    poet novelist composer architect lawyer attorney detective colleague wife husband son
-    daughter father mother brother sister friend"""
-)
-_SPEECH_VERBS = _words("said says told added wrote explained argued noted recalled")
-_LOCATIVE_VERBS = _words(
-    """based located headquartered born lives lived live living held situated arrived
-    stationed hosted died grew raised moved settled opened landed"""
-)
-_SITES = _words(
-    """office offices headquarters lab laboratory plant factory campus branch store stores
-    facility site mine port embassy"""
-)
-_GEO_PREPOSITIONS = _words("near across throughout outside")
-_LEGAL_FORMS = _words("inc corp corporation co company ltd limited llc plc gmbh ag sa group")
-_MONTHS_AND_DAYS = _words(
-    """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday"""
-)
-_ORG_SUFFIXES = _LEGAL_FORMS | _words(
-    """incorporated companies llp nv bv srl spa pty lp university college school academy
-    institute institution foundation agency bank council committee commission ministry
-    department dept labs lab laboratory laboratories association party team club society
-    union federation organization organisation authority bureau board services systems
-    technologies holdings partners ventures capital media news press publishing airlines
-    airways motors electric industries enterprises solutions software networks
-    pharmaceuticals pharma therapeutics bancorp fund trust court parliament congress senate
-    assembly army navy police church hospital clinic museum library centre center reserve
-    times journal post magazine nations studios records entertainment foods brands energy government
-    administration directorate coalition alliance consortium network broadcasting fc"""
-)
-_ORG_HEADS = _words(
-    """university bank ministry department institute college school board agency bureau
-    commission committee council federation organization organisation society church
-    museum academy government office house"""
-)
-_GEO_SUFFIXES = _words(
-    """city county river mountain mountains lake island islands street avenue ave road
-    boulevard drive lane way square park state states province republic kingdom valley bay
-    ocean sea gulf coast peninsula desert forest canyon falls strait channel district region
-    territory village town heights hills beach harbor harbour airport bridge parish borough
-    prefecture oblast canton empire"""
-)
-_GEO_HEADS = _words(
-    "lake mount mt st san santa cape gulf isle isles republic kingdom city county province port"
-    " fort"
-)
-_EVENT_SUFFIXES = _words(
-    """war wars summit conference olympics election elections festival crisis revolution
-    treaty accord accords agreement expo fair cup championship championships tournament
-    marathon forum convention symposium workshop battle massacre pandemic epidemic outbreak
-    earthquake storm protests riots uprising invasion siege awards prize ceremony week day series
-    bowl open prix derby parade carnival"""
-)
-_EVENT_HEADS = _words("battle war siege treaty hurricane typhoon cyclone operation expo")
-_GAZETTEER = _words(
-    """afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
-    belarus belgium bolivia brazil bulgaria cambodia cameroon canada chile china colombia
-    croatia cuba cyprus czechia denmark ecuador egypt england estonia ethiopia finland france
-    germany ghana greece hungary iceland india indonesia iran iraq ireland israel italy
-    jamaica japan jordan kazakhstan kenya korea kuwait laos latvia lebanon libya lithuania
-    luxembourg malaysia mali mexico moldova mongolia morocco mozambique myanmar nepal
-    netherlands nigeria norway pakistan panama peru philippines poland portugal qatar romania
-    russia rwanda scotland senegal serbia singapore slovakia slovenia somalia spain sudan
-    sweden switzerland syria taiwan tanzania thailand tunisia turkey uganda ukraine uruguay
-    uzbekistan venezuela vietnam wales yemen zambia zimbabwe britain america usa us u.s. uk
-    u.k. london paris berlin madrid rome tokyo beijing shanghai moscow delhi mumbai bangalore
-    karachi lagos cairo nairobi istanbul dubai riyadh tehran baghdad jerusalem athens vienna
-    prague warsaw budapest amsterdam brussels geneva zurich stockholm oslo copenhagen
-    helsinki dublin edinburgh lisbon barcelona milan munich frankfurt hamburg toronto
-    montreal vancouver ottawa chicago houston boston seattle atlanta miami dallas denver
-    detroit philadelphia lima bogota santiago sydney melbourne auckland seoul bangkok jakarta
-    manila hanoi kyiv kiev taipei osaka washington africa asia europe antarctica oceania
-    arctic california texas florida illinois ohio michigan massachusetts pennsylvania
-    virginia oregon arizona nevada colorado alaska hawaii"""
-) | frozenset(
-    """new zealand|south africa|south korea|north korea|saudi arabia|united states|united
-    kingdom|united arab emirates|sri lanka|costa rica|czech republic|hong kong|puerto
-    rico|great britain|new delhi|abu dhabi|tel aviv|new york|los angeles|san francisco|las
-    vegas|silicon valley|mexico city|sao paulo|são paulo|rio de janeiro|buenos aires|north
-    america|south america|latin america|middle east|new jersey|north carolina|south
-    carolina|washington d.c.""".replace("\n    ", " ").split("|")
-)
-_FIRST_NAMES = _words(
-    """james john robert michael william david richard joseph thomas charles christopher
-    daniel matthew anthony mark donald steven paul andrew joshua kenneth kevin brian george
-    timothy ronald edward jason jeffrey ryan jacob gary nicholas eric jonathan stephen larry
-    justin scott brandon benjamin samuel gregory alexander frank patrick raymond jack dennis
-    jerry tyler aaron jose adam nathan henry douglas zachary peter kyle walter ethan jeremy
-    harold keith christian roger noah gerald carl terry sean austin arthur lawrence jesse
-    dylan bryan joe billy bruce albert gabriel logan alan juan wayne roy ralph eugene
-    vincent russell louis philip johnny mary patricia jennifer linda elizabeth barbara susan
-    jessica sarah karen nancy lisa betty margaret sandra ashley kimberly emily donna michelle
-    dorothy carol amanda melissa deborah stephanie rebecca sharon laura cynthia kathleen amy
-    shirley angela helen anna brenda pamela nicole emma samantha katherine christine rachel
-    catherine carolyn janet ruth maria heather diane julie joyce victoria olivia kelly
-    christina lauren joan evelyn judith megan andrea hannah martha jacqueline frances gloria
-    ann teresa kathryn sara janice jean alice madison doris abigail julia judy grace denise
-    marilyn danielle theresa sophia marie diana natalie isabella charlotte rose ada pierre
-    hans klaus emmanuel vladimir xi wei mohammed muhammad ahmed ali fatima hiroshi yuki raj
-    priya satya sundar elon jeff bill tim sam sergey steve jensen marc jane bob tom ben
-    greta angela olaf boris keir rishi narendra recep jacinda justin kamala hillary barack
-    ivan igor dmitri sofia lucia carlos luis miguel ana giulia marco luca francesco harry ron"""
-)
 _OPENERS = "\"'“‘([{«"
 _TERMINAL = re.compile(r"([.!?…]+)[\"'”’)\]»]*\s+")
 _BULLET = re.compile(r"(?:[-*+•–—]|\(?\d{1,3}[.)]|\(?[a-z]\))\s+")
 _RULE_LINE = re.compile(r"[\W_]+")
 _TOKEN = re.compile(r"\w+(?:['’\-.&/]\w+)*|\S")
 _CONTRACTIONS = ("'t", "’t", "'m", "’m", "'re", "’re", "'ve", "’ve", "'ll", "’ll", "'d", "’d")
+_APOSTROPHES = "'’"
 
-_ROMAN_NUMERALS = _words("i ii iii iv v vi vii viii ix")
+_ROMAN_NUMERALS = words("i ii iii iv v vi vii viii ix")
 _MAX_NAME_WORDS = 8
 _OTHER, _PROPER, _POSSESSIVE, _CONNECTOR, _DOT, _NUMBER = range(6)
+
+_CUE_WORDS = (
+    ORG_SUFFIXES
+    | ORG_HEADS
+    | GEO_SUFFIXES
+    | GEO_HEADS
+    | EVENT_SUFFIXES
+    | EVENT_SUFFIXES_WITH_YEAR
+    | EVENT_HEADS
+    | THING_WORDS
+)
+_ROLE_WORDS = TITLE_WORDS | TITLE_MODIFIERS | TITLE_WORDS_BEFORE_OF | PERSON_ROLES
+# Not a name on its own ("Members", "Treasurer", "Assembly", "Swedish").
+_LONE_NON_NAMES = (
+    _CUE_WORDS | _ROLE_WORDS | GENERIC_WORDS | DEMONYMS | {d + "s" for d in DEMONYMS}
+) - STANDALONE_CUE_NAMES
+_ROLE_OR_GENERIC = _ROLE_WORDS | GENERIC_WORDS
+# Never a word of a person's name.
+_NOT_IN_PERSON_NAMES = _CUE_WORDS | _ROLE_WORDS | GENERIC_WORDS | GAZETTEER | FUNCTION_WORDS
+_THING_OR_GENERIC = _CUE_WORDS | GENERIC_WORDS
+# Roles that, after a name ("X, a former engineer"), make it a person.
+_ROLES_AFTER_NAME = PERSON_ROLES - ORG_COMPATIBLE_ROLES
+# Tails that a bare first word may stand for ("Acme" for "Acme Corp").
+_SHORTENABLE_TAILS = LEGAL_FORMS | THING_WORDS
+_PRONOUN_FORMS = PERSON_PRONOUNS | {p.capitalize() for p in PERSON_PRONOUNS}
+_GEO_APPOSITION_NOUNS = words("village town city capital hamlet island")
 
 # A run is a list of (word, first token index, end token index); a dot after an
 # initial or an abbreviation is merged into its word.
@@ -324,12 +249,12 @@ def _is_boundary(segment: str, punct_at: int, punct: str, next_at: int) -> bool:
         return True
     previous = segment[segment.rfind(" ", 0, punct_at) + 1 : punct_at].lstrip(_OPENERS)
     low = previous.lower()
-    if (len(previous) == 1 and previous.isupper()) or low in _NO_BREAK_ABBREVIATIONS:
+    if (len(previous) == 1 and previous.isupper()) or low in NO_BREAK_ABBREVIATIONS:
         return False
-    if low in _MAYBE_ABBREVIATIONS or ("." in previous and len(previous) <= 5):
+    if low in MAYBE_ABBREVIATIONS or ("." in previous and len(previous) <= 5):
         end = segment.find(" ", next_at)
         following = segment[next_at : end if end >= 0 else len(segment)]
-        return following.strip(_OPENERS + ",;:").lower() in _FUNCTION_WORDS
+        return following.strip(_OPENERS + ",;:").lower() in FUNCTION_WORDS
     return True
 
 
@@ -347,16 +272,33 @@ def _classify(token: str) -> int:
     possessive = low.endswith(("'s", "’s"))
     base = low[:-2] if possessive else low
     if head.isupper():
-        if base in _CONNECTORS and not token.isupper():
+        if base in CONNECTORS and not token.isupper():
             return _CONNECTOR
-        if base in _FUNCTION_WORDS and (len(token) == 1 or not token.isupper()):
+        if base in FUNCTION_WORDS and (len(token) == 1 or not token.isupper()):
             return _OTHER
         return _POSSESSIVE if possessive else _PROPER
-    if low in _CONNECTORS:
+    if low in CONNECTORS:
         return _CONNECTOR
     if token.isalpha() and not token.islower():
         return _PROPER  # CamelCase such as iPhone, eBay
     return _OTHER
+
+
+def _is_year(word: str) -> bool:
+    return len(word) == 4 and word.isdigit() and "1000" <= word <= "2199"
+
+
+def _is_title_case(tokens: list[str]) -> bool:
+    """Whether a sentence is a title-case heading, where capitals prove nothing."""
+    capitalised = 0
+    for token in tokens:
+        if not token[0].isalpha():
+            continue
+        if token[0].isupper():
+            capitalised += 1
+        elif token not in FUNCTION_WORDS and token not in CONNECTORS:
+            return False
+    return capitalised >= 3
 
 
 def _find_runs(tokens: list[str], kinds: dict[str, int], mid_caps: set[str]) -> list[_Run]:
@@ -392,17 +334,32 @@ def _find_runs(tokens: list[str], kinds: dict[str, int], mid_caps: set[str]) -> 
                 if (len(word) == 1 and word.isupper()) or ("." in word and word[-1] != "."):
                     run[-1] = (word + ".", run[-1][1], index + 1)
                     continue
-                if word.lower() in _NAME_ABBREVIATIONS:
+                if word.lower() in NAME_ABBREVIATIONS:
                     run[-1] = (word, run[-1][1], index + 1)
                     continue
+        elif token in _APOSTROPHES:
+            if (
+                run
+                and not pending
+                and run[-1][0][-1] in "sS"
+                and index + 1 < len(tokens)
+                and _classify(tokens[index + 1]) == _PROPER
+            ):
+                run[-1] = (run[-1][0] + token, run[-1][1], index + 1)  # "Members' Assembly"
+                continue
         elif token == "I" and run and not pending:
             last = run[-1][0].lower()
-            if last in _EVENT_SUFFIXES or last in _FIRST_NAMES:  # World War I, Elizabeth I
+            if last in EVENT_SUFFIXES or last in FIRST_NAMES:  # World War I, Elizabeth I
                 run.append((token, index, index + 1))
                 continue
         elif kind == _NUMBER and run and not pending:
             last = run[-1][0].lower()
-            if len(token) <= 3 or last in _EVENT_SUFFIXES or last in _EVENT_HEADS:
+            if (
+                len(token) <= 3
+                or last in EVENT_SUFFIXES
+                or last in EVENT_HEADS
+                or last in EVENT_SUFFIXES_WITH_YEAR
+            ):
                 run.append((token, index, index + 1))
                 continue
         if run:
@@ -414,29 +371,35 @@ def _find_runs(tokens: list[str], kinds: dict[str, int], mid_caps: set[str]) -> 
 
 
 def _structural_type(lows: list[str]) -> str | None:
-    """Type from the span's own words: suffix, head word or gazetteer."""
-    words = [w for w in lows if not w.isdigit() and w not in _ROMAN_NUMERALS] or lows
-    last, first = words[-1].rstrip("."), words[0]
-    if last in _ORG_SUFFIXES:
+    """Type from the span's own words: gazetteer, suffix or head word."""
+    if " ".join(lows) in GAZETTEER:
+        return GEO  # before suffixes: "West Bank" is a place
+    words_ = [w for w in lows if not w.isdigit() and w not in _ROMAN_NUMERALS] or lows
+    last, first = words_[-1].rstrip("."), words_[0]
+    if last in EVENT_SUFFIXES_WITH_YEAR and len(words_) < len(lows) and any(map(_is_year, lows)):
+        return EVENT  # "2023 Members' Assembly"
+    if last in ORG_SUFFIXES:
         return ORGANIZATION
-    if last in _GEO_SUFFIXES:
+    if last in GEO_SUFFIXES:
         return GEO
-    if last in _EVENT_SUFFIXES:
+    if last in EVENT_SUFFIXES:
         return EVENT
-    if len(words) > 1:
-        if first in _ORG_HEADS:
+    if len(words_) > 1:
+        if first in ORG_HEADS:
             return ORGANIZATION
-        if first in _GEO_HEADS:
+        if first in GEO_HEADS:
             return GEO
-        if first in _EVENT_HEADS:
+        if first in EVENT_HEADS:
             return EVENT
-        for word, following in pairwise(words):
-            if following == "of" and word in _ORG_HEADS:
+        for word, following in pairwise(words_):
+            if following == "of" and word in ORG_HEADS:
                 return ORGANIZATION  # "Maria Curie Institute of Oncology"
-    return GEO if " ".join(lows) in _GAZETTEER else None
+    return None
 
 
 def _is_person_like(words: list[str]) -> bool:
+    """Loosely a name a person could have: no digits, no acronym, no cue word anywhere
+    ("Saltglass Programme", "Tallis Island Microgrid" are not)."""
     if not 1 <= len(words) <= 4:
         return False
     for word in words:
@@ -444,7 +407,32 @@ def _is_person_like(words: list[str]) -> bool:
             return False
         if len(word) > 2 and word.isupper():
             return False
-    return _structural_type([w.lower() for w in words]) is None
+    lows = [w.lower() for w in words]
+    return _THING_OR_GENERIC.isdisjoint(lows) and _structural_type(lows) is None
+
+
+def _is_given_name_shaped(word: str) -> bool:
+    """ "Imogen", "Jean-Luc": capitalised letters, not a known non-name modifier."""
+    low = word.lower()
+    if len(word) < 2 or low in NOT_GIVEN_NAMES or low.endswith(("ese", "ish")):
+        return False
+    return all(
+        part[:1].isupper() and part[1:].islower() and part.isalpha() for part in word.split("-")
+    )
+
+
+def _is_person_shaped(words: list[str] | tuple[str, ...]) -> bool:
+    """Whether a name could be a person's: 2-3 capitalised words, no cue, not a place."""
+    if not 2 <= len(words) <= 3 or not _is_given_name_shaped(words[0]):
+        return False
+    for word in words[1:]:
+        letters = word.replace("-", "").replace("'", "").replace("’", "")
+        if not word[0].isupper() or not letters.isalpha() or (len(word) > 2 and word.isupper()):
+            return False
+    lows = [w.lower().rstrip(_APOSTROPHES) for w in words]
+    if any(low in _NOT_IN_PERSON_NAMES for low in lows):
+        return False
+    return " ".join(lows) not in GAZETTEER
 
 
 def _has_evidence(word: str, mid_caps: set[str]) -> bool:
@@ -453,11 +441,11 @@ def _has_evidence(word: str, mid_caps: set[str]) -> bool:
     return (
         word in mid_caps
         or not word[1:].islower()
-        or low in _FIRST_NAMES
-        or low in _GAZETTEER
-        or low in _ORG_HEADS
-        or low in _GEO_HEADS
-        or low in _EVENT_HEADS
+        or low in FIRST_NAMES
+        or low in GAZETTEER
+        or low in ORG_HEADS
+        or low in GEO_HEADS
+        or low in EVENT_HEADS
     )
 
 
@@ -472,32 +460,101 @@ class _Mention:
     type: str
     confidence: int
     needs_evidence: bool
+    person_shaped: bool  # 2-3 words that could be a person's name, typed "category"
+    person_cue: bool  # one word in a person's context ("Hale trained as ...")
+
+
+def _title_flags(lows: list[str]) -> list[bool]:
+    """Which words are titles: "Dr", "Councillor", "Head" before "of", and modifiers before
+    a title ("Chief Financial Officer"), but not "Technology" in "Institute of Technology"."""
+    flags = [False] * len(lows)
+    for index in range(len(lows) - 1, -1, -1):
+        low = lows[index].rstrip(".")
+        following = lows[index + 1] if index + 1 < len(lows) else ""
+        flags[index] = (
+            low in TITLE_WORDS
+            or (low in TITLE_WORDS_BEFORE_OF and following == "of")
+            or (low in TITLE_MODIFIERS and index + 1 < len(lows) and flags[index + 1])
+        )
+    return flags
+
+
+def _split_of(piece: _Run) -> list[tuple[_Run, bool]]:
+    """Cut "X of Y" where X is a person's name ("Lena Sorvik of Greyholt Institute"),
+    ends in a legal form ("Corvane Ltd of Hollin Quay") or is a named event
+    ("Members' Assembly of Acme Cooperative"); the flag marks a person's name."""
+    for index in range(1, len(piece) - 1):
+        if piece[index][0] != "of":
+            continue
+        left = [w for w, _, _ in piece[:index]]
+        lows = [w.lower() for w in left]
+        flags = _title_flags(lows)
+        titles = 0
+        while titles < len(left) and flags[titles]:
+            titles += 1
+        person = _is_person_shaped(left[titles:])
+        right = piece[index + 1 :]
+        if (
+            person
+            or (len(left) >= 2 and lows[-1].rstrip(".") in LEGAL_FORMS)
+            or (
+                len(left) >= 2
+                and (lows[-1] in EVENT_SUFFIXES or lows[-1] in EVENT_SUFFIXES_WITH_YEAR)
+                and _structural_type([w.lower() for w, _, _ in right]) == ORGANIZATION
+            )
+        ):
+            return [(piece[:index], person), (right, False)]
+    return [(piece, False)]
+
+
+def _cut_titles(piece: _Run, person: bool) -> list[tuple[_Run, bool]]:
+    """Cut a leading title off a name; the flag marks the name after it as a person."""
+    flags = _title_flags([w.lower() for w, _, _ in piece])
+    if True not in flags:
+        if (
+            len(piece) > 1
+            and piece[0][0].lower() in OCCUPATIONS
+            and _is_person_like([w for w, _, _ in piece[1:]])
+        ):
+            return [(piece[1:], True)]  # "Novelist Ruth Caddick", "Pilot Marcus Reyes"
+        return [(piece, person)]
+    first = flags.index(True)
+    after = first
+    while after < len(piece) and flags[after]:
+        after += 1
+    rest = piece[after:]
+    rest_words = [w for w, _, _ in rest]
+    if rest and rest_words[0].lower() in CONNECTORS:
+        return [(piece[:first], False), (rest, False)]
+    if not rest or _is_person_like(rest_words):
+        return [(piece[:first], False), (rest, True)]
+    return [(piece, person)]
 
 
 def _split_run(run: _Run, at_sentence_start: bool, mid_caps: set[str]) -> list[tuple[_Run, bool]]:
-    """Cut a run into name spans; the flag marks a span that follows a title (a person)."""
+    """Cut a run into name spans; the flag marks a span that is a person's name."""
     if (
         at_sentence_start
         and len(run) > 1
-        and run[0][0].lower() not in _TITLE_WORDS
-        and run[1][0].lower() in _CONNECTORS
+        and run[0][0].lower() not in _ROLE_WORDS
+        and run[1][0].lower() in CONNECTORS
         and not _has_evidence(run[0][0], mid_caps)
     ):
         run = run[1:]
     lows = [w.lower() for w, _, _ in run]
     pieces: list[_Run] = [run]
-    if _CONDITIONAL_CONNECTORS.intersection(lows):
+    if CONDITIONAL_CONNECTORS.intersection(lows):
         # "Food and Drug Administration" is one name; "Alice and Bob", "NASA and
         # the ESA" and "University of X and Y Institute" are two.
         whole_has_cue = _structural_type(lows) is not None
         pieces = []
         piece: _Run = []
         for index, (item, low) in enumerate(zip(run, lows, strict=True)):
-            if low in _CONDITIONAL_CONNECTORS and piece:
+            if low in CONDITIONAL_CONNECTORS and piece:
                 following = lows[index + 1] if index + 1 < len(lows) else ""
                 if (
                     not whole_has_cue
-                    or following in _CONNECTORS
+                    or following in CONNECTORS
                     or (len(piece) == 1 and piece[0][0].isupper())
                     or _structural_type([w.lower() for w, _, _ in piece]) is not None
                 ):
@@ -508,46 +565,74 @@ def _split_run(run: _Run, at_sentence_start: bool, mid_caps: set[str]) -> list[t
         pieces.append(piece)
     spans: list[tuple[_Run, bool]] = []
     for piece in pieces:
-        titles = [i for i, (w, _, _) in enumerate(piece) if w.lower().rstrip(".") in _TITLE_WORDS]
-        if not titles:
-            spans.append((piece, False))
-            continue
-        first = titles[0]
-        after = first
-        while after < len(piece) and piece[after][0].lower().rstrip(".") in _TITLE_WORDS:
-            after += 1
-        rest = piece[after:]
-        rest_words = [w for w, _, _ in rest]
-        if rest and rest_words[0].lower() in _CONNECTORS:
-            spans.extend(((piece[:first], False), (rest, False)))
-        elif not rest or _is_person_like(rest_words):
-            spans.extend(((piece[:first], False), (rest, True)))
-        else:
-            spans.append((piece, False))
+        for part, person in _split_of(piece) if "of" in lows else [(piece, False)]:
+            spans.extend(_cut_titles(part, person))
     return spans
 
 
 def _trim_span(span: _Run) -> _Run:
     start, end = 0, len(span)
     while start < end and (
-        span[start][0].lower() in _CONNECTORS
-        or (span[start][0].lower() in _MONTHS_AND_DAYS and start + 1 < end)
+        span[start][0].lower() in CONNECTORS
+        or (span[start][0].lower() in MONTHS_AND_DAYS and start + 1 < end)
     ):
         start += 1
-    while end > start and span[end - 1][0].lower() in _CONNECTORS:
+    while end > start and span[end - 1][0].lower() in CONNECTORS:
         end -= 1
     return span[start:end]
 
 
+def _is_generic_phrase(words: list[str]) -> bool:
+    """A lone cue or role word ("Members", "Assembly"), or a phrase of such words with
+    a role or generic word in it ("Head of Projects", "Board of Directors")."""
+    lows = [w.lower().rstrip(_APOSTROPHES) for w in words if w.lower() not in CONNECTORS]
+    if len(lows) == 1:
+        return lows[0] in _LONE_NON_NAMES
+    return all(low in _LONE_NON_NAMES for low in lows) and any(
+        low in _ROLE_OR_GENERIC for low in lows
+    )
+
+
+def _role_follows(tokens: list[str], index: int) -> bool:
+    """Whether a person's role comes within a few words ("a former ferry engineer",
+    "the cooperative's General Manager"), before any punctuation or clause word."""
+    for token in tokens[index : index + 6]:
+        low = token.lower()
+        if low in _ROLES_AFTER_NAME:
+            return True
+        if not low[0].isalnum() or (low in FUNCTION_WORDS and low not in APPOSITION_FILLERS):
+            return False
+    return False
+
+
+def _person_context(tokens: list[str], start: int, end: int, pronoun_ahead: bool) -> int:
+    """Confidence (2 strong, 1 weak, 0 none) that the context makes a name a person's."""
+    prev = tokens[start - 1].lower() if start > 0 else ""
+    prev2 = tokens[start - 2].lower() if start > 1 else ""
+    after = tokens[end].lower() if end < len(tokens) else ""
+    after2 = tokens[end + 1].lower() if end + 1 < len(tokens) else ""
+    if prev == "," and prev2 in PERSON_ROLES:
+        return 2  # "its director, Imogen Hale"
+    if after in (",", "is", "was", "as") and _role_follows(tokens, end + 1):
+        return 2  # "Maren Okafor, a former ferry engineer"; "X is Head of Projects"
+    if (after, after2) in PERSON_VERB_PAIRS:
+        return 1
+    if after in PERSON_VERBS and not (after in PASSIVE_PRONE_VERBS and after2 in PASSIVE_FOLLOWERS):
+        return 1
+    if prev == "by" and prev2 in AGENT_VERBS:
+        return 1  # "led by Jonah Pell"
+    return 1 if pronoun_ahead else 0
+
+
 def _type_span(
-    words: list[str], tokens: list[str], start: int, end: int, titled: bool
+    words: list[str], tokens: list[str], start: int, end: int, titled: bool, pronoun_ahead: bool
 ) -> tuple[str, int]:
     """Return (type, confidence): 3 own words or title, 2 lists, 1 context, 0 default."""
     lows = [w.lower() for w in words]
     structural = _structural_type(lows)
     if structural is not None:
         return structural, 3
-    if end + 1 < len(tokens) and tokens[end] == "," and tokens[end + 1].lower() in _LEGAL_FORMS:
+    if end + 1 < len(tokens) and tokens[end] == "," and tokens[end + 1].lower() in LEGAL_FORMS:
         return ORGANIZATION, 3  # "Tesla, Inc."
     person_like = _is_person_like(words)
     if titled and person_like:
@@ -556,29 +641,53 @@ def _type_span(
     prev2 = tokens[start - 2].lower() if start > 1 else ""
     after = tokens[end].lower() if end < len(tokens) else ""
     after2 = tokens[end + 1].lower() if end + 1 < len(tokens) else ""
-    if person_like and 2 <= len(words) <= 3 and lows[0] in _FIRST_NAMES:
+    if person_like and 2 <= len(words) <= 3 and lows[0] in FIRST_NAMES:
         return PERSON, 2
     if len(words) == 1 and 2 <= len(words[0]) <= 6 and words[0].isalpha() and words[0].isupper():
         return ORGANIZATION, 2
-    if person_like and (prev in _PERSON_ROLES or (after == "," and after2 in ("who", "whose"))):
+    if person_like and (prev in PERSON_ROLES or (after == "," and after2 in ("who", "whose"))):
         return PERSON, 2
     if prev in ("in", "at", "near") and (
-        prev2 in _LOCATIVE_VERBS or prev2 in _EVENT_SUFFIXES or prev2 in _SITES
+        prev2 in LOCATIVE_VERBS or prev2 in EVENT_SUFFIXES or prev2 in SITES or prev2 in LEGAL_FORMS
     ):
         return GEO, 2
-    if prev == "of" and prev2 in ("city", "town", "village", "capital", "region", "state"):
+    if person_like and (
+        (prev == "of" and prev2 in GEO_NOUNS)  # "residents of Skerrow"
+        or (prev == "," and prev2 in _GEO_APPOSITION_NOUNS)  # "its only village, Skerrow"
+    ):
         return GEO, 2
     if person_like and len(words) >= 2 and len(words[0]) == 2 and words[0][1] == ".":
         return PERSON, 2  # "C. S. Lewis"
-    if person_like and len(words) >= 2 and after in _SPEECH_VERBS:
+    if _is_person_shaped(words):
+        confidence = _person_context(tokens, start, end, pronoun_ahead)
+        if confidence:
+            return PERSON, confidence
+    if person_like and len(words) >= 2 and after in SPEECH_VERBS:
         return PERSON, 1
-    if prev in _GEO_PREPOSITIONS and person_like and len(words) <= 3:
+    if prev in GEO_PREPOSITIONS and person_like and len(words) <= 3:
         return GEO, 1
     if prev in ("joined", "acquired", "founded", "co-founded", "cofounded"):
         return ORGANIZATION, 1
-    if len(words) == 1 and lows[0] in _FIRST_NAMES:
+    if len(words) == 1 and lows[0] in FIRST_NAMES:
         return PERSON, 1
     return CATEGORY, 0
+
+
+def _single_word_person_cue(tokens: list[str], start: int, end: int, pronoun_ahead: bool) -> bool:
+    """Whether a bare word is used like a person's surname: "Hale trained as", "Reyland
+    grew up", "Okoye said", not "Kafka topic" or "from Edge"."""
+    if _person_context(tokens, start, end, pronoun_ahead):
+        return True
+    after = tokens[end] if end < len(tokens) else ""
+    return after.endswith("ed") and after.islower()
+
+
+def _last_pronoun(tokens: list[str]) -> int:
+    """Index of the last he/she/his/her... in a sentence, or -1."""
+    for index in range(len(tokens) - 1, -1, -1):
+        if tokens[index] in _PRONOUN_FORMS:
+            return index
+    return -1
 
 
 def _find_mentions(
@@ -587,18 +696,22 @@ def _find_mentions(
     kinds: dict[str, int] = {}
     mid_caps: set[str] = set()
     names: dict[str, tuple[str, str]] = {}
-    tokenised: list[tuple[list[str], list[_Run]]] = []
+    tokenised: list[tuple[list[str], list[_Run], bool]] = []
     for sentence in sentences:
         tokens = _TOKEN.findall(sentence)
-        runs = _find_runs(tokens, kinds, mid_caps)
+        heading = _is_title_case(tokens)
+        # Capitals in a title-case heading are no evidence of a name.
+        runs = _find_runs(tokens, kinds, set() if heading else mid_caps)
         if sum(len(run) for run in runs) >= 4:
             shouting = sum(1 for t in tokens if len(t) > 1 and t.isupper())
             if shouting >= 4 and shouting * 5 > len(tokens) * 3:
                 runs = []  # an ALLCAPS headline: every word would look like a name
-        tokenised.append((tokens, runs))
+        tokenised.append((tokens, runs, heading))
+    pronouns = [_last_pronoun(tokens) for tokens, _, _ in tokenised]
     mentions: list[_Mention] = []
-    for number, (tokens, runs) in enumerate(tokenised):
+    for number, (tokens, runs, heading) in enumerate(tokenised):
         first_word = next((i for i, t in enumerate(tokens) if t[0].isalnum()), -1)
+        next_has_pronoun = number + 1 < len(pronouns) and pronouns[number + 1] >= 0
         for run in runs:
             initial = run[0][1] == first_word
             for piece, titled in _split_run(run, initial, mid_caps):
@@ -610,6 +723,14 @@ def _find_mentions(
                 words = [w for w, _, _ in span]
                 if len(words[-1]) == 2 and words[-1][1] == ".":
                     words[-1] = words[-1][0]  # "Plan B." at a sentence end is "Plan B"
+                start, end = span[0][1], span[-1][2]
+                if start > 0 and _is_year(tokens[start - 1]):
+                    lows = [w.lower() for w in words]
+                    if lows[-1] in EVENT_SUFFIXES_WITH_YEAR or _structural_type(lows) == EVENT:
+                        words.insert(0, tokens[start - 1])  # "the 2021 Kesh Valley Flood"
+                        start -= 1
+                if _is_generic_phrase(words):
+                    continue
                 joined = " ".join(words)
                 named = names.get(joined)
                 if named is None:
@@ -619,13 +740,15 @@ def _find_mentions(
                 if len(name) < min_chars or not key or not any(c.isalpha() for c in name):
                     continue
                 if len(words) == 1 and (
-                    words[0].lower() in _MONTHS_AND_DAYS or words[0].lower() in _LEGAL_FORMS
+                    words[0].lower() in MONTHS_AND_DAYS or words[0].lower() in LEGAL_FORMS
                 ):
                     continue
-                start, end = span[0][1], span[-1][2]
-                kind, confidence = _type_span(words, tokens, start, end, titled)
+                pronoun_ahead = start == first_word and (
+                    pronouns[number] >= end or next_has_pronoun
+                )
+                kind, confidence = _type_span(words, tokens, start, end, titled, pronoun_ahead)
                 needs_evidence = (
-                    start == first_word
+                    (start == first_word or heading)
                     and len(words) == 1
                     and not titled
                     and confidence < 2
@@ -642,13 +765,19 @@ def _find_mentions(
                         kind,
                         confidence,
                         needs_evidence,
+                        kind == CATEGORY and _is_person_shaped(words),
+                        kind == CATEGORY
+                        and len(words) == 1
+                        and _single_word_person_cue(tokens, start, end, pronoun_ahead),
                     )
                 )
-    return mentions, [tokens for tokens, _ in tokenised]
+    return mentions, [tokens for tokens, _, _ in tokenised]
 
 
-def _resolve_aliases(mentions: list[_Mention]) -> dict[str, str]:
-    """Map a bare surname, given name or company name to the one full name it shortens."""
+def _resolve_aliases(mentions: list[_Mention]) -> tuple[dict[str, str], set[str]]:
+    """Map a bare surname, given name, company name or undated event to the one full
+    name it shortens; also return the person-shaped names that a recurring bare
+    surname, used as a person's ("Hale trained as"), proves to be people."""
     best: dict[str, _Mention] = {}
     for mention in mentions:
         key = mention.key
@@ -658,23 +787,42 @@ def _resolve_aliases(mentions: list[_Mention]) -> dict[str, str]:
     by_given: dict[str, set[str]] = {}
     by_surname: dict[str, set[str]] = {}
     by_company: dict[str, set[str]] = {}
+    by_undated: dict[str, set[str]] = {}
     for key, mention in best.items():
         words = mention.words
         if len(words) < 2:
             continue
-        if mention.type == PERSON:
+        if mention.type == PERSON or mention.person_shaped:
             by_surname.setdefault(words[-1].lower(), set()).add(key)
-            by_given.setdefault(words[0].lower(), set()).add(key)
-        elif mention.type == ORGANIZATION and all(w.lower() in _LEGAL_FORMS for w in words[1:]):
+            if mention.type == PERSON:
+                by_given.setdefault(words[0].lower(), set()).add(key)
+        elif mention.type in (ORGANIZATION, CATEGORY) and all(
+            w.lower() in _SHORTENABLE_TAILS for w in words[1:]
+        ):
             by_company.setdefault(words[0].lower(), set()).add(key)
+        elif mention.type == EVENT and _is_year(words[0]):
+            by_undated.setdefault(entity_key(" ".join(words[1:])), set()).add(key)
+    cued = {mention.key for mention in mentions if mention.person_cue}
     aliases: dict[str, str] = {}
+    promoted: set[str] = set()
     for key, mention in best.items():
-        if len(mention.words) != 1 or mention.confidence >= 2 or mention.words[0][-1] == ".":
+        if mention.type == EVENT and len(by_undated.get(key, ())) == 1:
+            aliases[key] = next(iter(by_undated[key]))  # "Kesh Valley Flood" -> dated form
             continue
-        targets = by_surname.get(key) or by_given.get(key) or by_company.get(key) or set()
+        if (
+            len(mention.words) != 1
+            or (mention.confidence >= 2 and mention.type != PERSON)
+            or mention.words[0][-1] == "."
+        ):
+            continue  # "Brenner, who ..." is still Nadia Brenner; "Berlin" stays Berlin
+        surnamed = by_surname.get(key)
+        targets = surnamed or by_given.get(key) or by_company.get(key) or set()
         if len(targets) == 1:
-            aliases[key] = next(iter(targets))
-    return aliases
+            target = next(iter(targets))
+            aliases[key] = target
+            if surnamed and key in cued and best[target].type != PERSON:
+                promoted.add(target)  # "Imogen Hale ... Hale trained as an engineer"
+    return aliases, promoted
 
 
 def _trim(text: str, limit: int) -> str:
@@ -693,7 +841,7 @@ def _content_words(tokens: list[str], covered: set[int]) -> tuple[list[int], lis
             word.islower()
             and len(word) > 2
             and word.isalpha()
-            and word not in _KEYWORD_STOPWORDS
+            and word not in KEYWORD_STOPWORDS
             and index not in covered
         ):
             positions.append(index)
@@ -762,7 +910,7 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
     options = options or OfflineExtractorOptions()
     sentences = split_sentences(text)
     mentions, sentence_tokens = _find_mentions(sentences, options.min_name_chars)
-    aliases = _resolve_aliases(mentions)
+    aliases, promoted = _resolve_aliases(mentions)
     confident = {m.key for m in mentions if not m.needs_evidence}
 
     names: dict[str, str] = {}
@@ -781,6 +929,9 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
         if kept is None or mention.confidence > kept[1]:
             kinds[key] = (mention.type, mention.confidence)
         per_sentence.setdefault(mention.sentence, []).append((key, mention))
+    for key in promoted:
+        if key in kinds and kinds[key][1] < 1:
+            kinds[key] = (PERSON, 1)
 
     configured = {t.casefold(): t for t in options.entity_types}
     fallback = configured.get(CATEGORY, options.entity_types[-1])

@@ -362,3 +362,26 @@ def prompt_fingerprint(messages: Sequence[ChatMessage]) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+SUMMARY_PROMPT_VERSION = "kgstream-summary-1"
+
+
+def build_summary_messages(
+    kind: str, name: str, descriptions: Sequence[str], max_tokens: int, language: str = "English"
+) -> tuple[ChatMessage, ...]:
+    """Ask for one description merging an entity's or relation's fragments.
+
+    The descriptions arrive in the renderer's deterministic order, so the same
+    fragment set always makes the same prompt (and hits the response cache).
+    """
+    listing = "\n".join(f"- {text}" for text in descriptions)
+    system = (
+        "You merge descriptions of one knowledge-graph "
+        f"{'entity' if kind == 'entity' else 'relationship'} into a single, comprehensive, "
+        "third-person description. Keep every distinct fact, resolve contradictions by stating "
+        "both, invent nothing, and write in "
+        f"{language}. Answer with the description only, under {max_tokens} tokens."
+    )
+    user = f"{kind.capitalize()}: {name}\n\nDescriptions:\n{listing}"
+    return (ChatMessage("system", system), ChatMessage("user", user))

@@ -1,0 +1,121 @@
+"""Assembling kgstream's parts from the settings: the one place that knows which
+extractor, embedder and stores a configuration means."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from connectors.backoff import Backoff
+from connectors.embeddings import (
+    Embedder,
+    OpenAIEmbedder,
+    OpenAIEmbeddingOptions,
+    embedding_space_name,
+)
+from connectors.embeddings_local import LocalMiniLMEmbedder
+from connectors.llm import ChatClient, LLMError, LLMOptions, SqliteResponseCache
+from connectors.llm_extractor import LLMExtractor, LLMExtractorOptions
+from connectors.stores import StoreLocations, Stores, open_stores
+from connectors.tokenizer import TiktokenTokenizer
+from dataflow.components import Components, ExtractMany, offline_extract_many
+from dataflow.core.contributions import Renderer, Summarizer, SummaryRequest
+from dataflow.core.extraction import Extraction
+from dataflow.core.prompts import build_summary_messages
+from kgstream.settings import Settings
+
+
+def build_chat_client(settings: Settings) -> ChatClient | None:
+    """The LLM client, or None when no endpoint is configured (the offline default)."""
+    if not settings.llm_base_url:
+        return None
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    options = LLMOptions(
+        base_url=settings.llm_base_url,
+        model=settings.llm_model,
+        api_key=settings.llm_api_key or "not-needed",
+        timeout_seconds=settings.llm_timeout_seconds,
+        max_concurrency=settings.llm_max_concurrency,
+        max_retries=settings.llm_max_retries,
+        backoff=Backoff(base=1.0, cap=30.0),
+    )
+    return ChatClient(options, cache=SqliteResponseCache(settings.data_dir / "llm-cache.sqlite"))
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    if settings.embedding_base_url:
+        return OpenAIEmbedder(
+            OpenAIEmbeddingOptions(
+                base_url=settings.embedding_base_url,
+                model=settings.embedding_model,
+                api_key=settings.embedding_api_key or "not-needed",
+                dimension=settings.embedding_dimension,
+            )
+        )
+    return LocalMiniLMEmbedder()
+
+
+def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:
+    locations = StoreLocations(
+        data_dir=settings.data_dir,
+        workspace=settings.workspace,
+        redis_url=settings.redis_url,
+        qdrant_url=settings.qdrant_url,
+    )
+    return open_stores(locations, embedding_space_name(embedder), embedder.dimension)
+
+
+def llm_extract_many(client: ChatClient, options: LLMExtractorOptions) -> ExtractMany:
+    """Concurrent LLM extraction where one chunk's failure is a reason, not an exception."""
+    extractor = LLMExtractor(client, options)
+    pool = ThreadPoolExecutor(client.max_concurrency, thread_name_prefix="kgstream-extract")
+
+    def extract_one(text: str) -> Extraction | str:
+        try:
+            return extractor.extract(text)
+        except LLMError as error:
+            return str(error)
+
+    def extract_many(texts: Sequence[str]) -> list[Extraction | str]:
+        return list(pool.map(extract_one, texts))
+
+    return extract_many
+
+
+def llm_summarizer(client: ChatClient, language: str) -> Summarizer:
+    def summarize(request: SummaryRequest) -> str:
+        messages = build_summary_messages(
+            request.kind, request.name, request.descriptions, request.max_tokens, language
+        )
+        return client.complete(messages).strip()
+
+    return summarize
+
+
+def build_components(settings: Settings) -> Components:
+    """Everything the dataflow needs; the caller closes it (which stops embedded stores)."""
+    tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
+    embedder = build_embedder(settings)
+    client = build_chat_client(settings)
+    extract_many: ExtractMany
+    if client is None:
+        extract_many = offline_extract_many
+        renderer = Renderer(tokenizer.count, settings.render_options())
+        render_concurrency = 1
+    else:
+        options = LLMExtractorOptions(settings.prompt_options(), settings.max_gleaning)
+        extract_many = llm_extract_many(client, options)
+        summarize = llm_summarizer(client, settings.language)
+        renderer = Renderer(tokenizer.count, settings.render_options(), summarize)
+        render_concurrency = settings.llm_max_concurrency
+    stores = open_settings_stores(settings, embedder)
+    return Components(
+        tokenizer=tokenizer,
+        chunking=settings.chunking_options(),
+        limits=settings.document_limits(),
+        extract_many=extract_many,
+        embedder=embedder,
+        renderer=renderer,
+        stores=stores,
+        render_concurrency=render_concurrency,
+    )
