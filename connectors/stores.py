@@ -14,6 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+import redis
+
 from connectors.graph_store import GraphStore
 from connectors.redis_server import EmbeddedRedis
 from connectors.vector_store import QdrantClientVectorStore, VectorKind, VectorStore
@@ -69,15 +71,26 @@ class Stores:
         self.close()
 
 
+def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRedis | None]:
+    """The graph store; for the embedded default, attach to a running kgstream's redis
+    (so `kgstream status` works beside `kgstream run`) or start one, returned to stop."""
+    if locations.redis_url:
+        return GraphStore.from_url(locations.redis_url, locations.workspace), None
+    embedded = EmbeddedRedis(locations.data_dir / "redis")
+    if embedded.socket_path.exists():
+        graph = GraphStore.from_url(embedded.url, locations.workspace)
+        try:
+            graph.version()
+            return graph, None
+        except redis.ConnectionError:
+            pass  # a stale socket from a crashed run: start our own below
+    embedded.start()
+    return GraphStore.from_url(embedded.url, locations.workspace), embedded
+
+
 def open_stores(locations: StoreLocations, space: str, dimension: int) -> Stores:
     """Open (and for the embedded default, start) the stores for one embedding space."""
-    embedded: EmbeddedRedis | None = None
-    if locations.redis_url:
-        graph = GraphStore.from_url(locations.redis_url, locations.workspace)
-    else:
-        embedded = EmbeddedRedis(locations.data_dir / "redis")
-        embedded.start()
-        graph = GraphStore.from_url(embedded.url, locations.workspace)
+    graph, embedded = open_graph_store(locations)
     vectors: VectorStore
     if locations.qdrant_url:
         vectors = QdrantClientVectorStore.from_url(locations.qdrant_url, locations.workspace)

@@ -34,6 +34,7 @@ class Components:
     renderer: Renderer
     stores: Stores
     render_concurrency: int = 1
+    on_commit: Callable[[CommitBatch], None] | None = None
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
@@ -59,6 +60,8 @@ class Components:
     def write(self, batch: CommitBatch) -> None:
         if not batch.is_empty():
             self.stores.write(batch)
+        if self.on_commit is not None:
+            self.on_commit(batch)
 
     def close(self) -> None:
         if self._pool is not None:

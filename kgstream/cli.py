@@ -1,4 +1,4 @@
-"""The `kgstream` command.
+"""The `kgstream` command: argument parsing and one function per command.
 
 Errors a user can fix print one line and a hint, never a traceback.
 """
@@ -6,13 +6,25 @@ Errors a user can fix print one line and a hint, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from kgstream.settings import Settings, SettingsError, load_settings
+
+
+class UserError(Exception):
+    """A problem the user can fix; `hint` says how."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,23 +39,87 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", type=Path, default=None, help="a TOML settings file (keys = setting names)"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    config = commands.add_parser("config", help="print the effective settings (secrets masked)")
-    config.add_argument("--data", type=Path, default=None, help="data directory")
-    preview = commands.add_parser(
-        "preview",
-        help="build the graph of a folder in memory with the offline extractor and print it",
+
+    def command(name: str, help_text: str, data: bool = True) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        if data:
+            sub.add_argument("--data", type=Path, default=None, help="the data directory")
+        return sub
+
+    command("config", "print the effective settings (secrets masked)")
+
+    preview = command(
+        "preview", "build the graph of a folder in memory (offline extractor) and print it", False
     )
-    preview.add_argument("folder", type=Path, help="the folder of documents")
+    preview.add_argument("folder", type=Path)
     preview.add_argument("--top", type=int, default=15, help="how many entities to list")
+
+    index = command("index", "bring the index to a folder's current content, then exit")
+    index.add_argument("folder", type=Path)
+    index.add_argument("--workers", type=int, default=1)
+
+    run = command("run", "watch a folder (or consume Kafka), index continuously")
+    run.add_argument("--watch", type=Path, default=None, help="the folder to watch")
+    run.add_argument("--kafka", default=None, help="consume this Kafka bootstrap address instead")
+    run.add_argument("--topic", default=None, help="the Kafka topic (default from settings)")
+    run.add_argument("--workers", type=int, default=1)
+    run.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="with --kafka: stop once every partition reaches the end it saw at start",
+    )
+
+    replay = command("replay", "rebuild the index from a Kafka topic, from offset 0, then exit")
+    replay.add_argument("--kafka", default=None, help="Kafka bootstrap address")
+    replay.add_argument("--topic", default=None)
+    replay.add_argument("--workers", type=int, default=1)
+
+    status = command("status", "documents by status, index version and failures")
+    status.add_argument("--json", action="store_true")
+
+    export = command("export", "write the graph as JSON or GraphML")
+    export.add_argument("--format", choices=("json", "graphml"), default="json")
+    export.add_argument("--output", type=Path, required=True)
     return parser
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    overrides = {"data_dir": getattr(args, "data", None)}
+    overrides: dict[str, Any] = {"data_dir": getattr(args, "data", None)}
+    if getattr(args, "kafka", None):
+        overrides["kafka_bootstrap_servers"] = args.kafka
+    if getattr(args, "topic", None):
+        overrides["kafka_topic"] = args.topic
     return load_settings(os.environ, args.config, overrides)
 
 
-def preview_folder(settings: Settings, folder: Path, top: int) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        settings = settings_from(args)
+        handler = COMMANDS[args.command]
+        return handler(settings, args)
+    except (SettingsError, UserError) as error:
+        print(f"kgstream: {error}", file=sys.stderr)
+        hint = getattr(error, "hint", "") or "run `kgstream config` to see the effective settings"
+        print(f"hint: {hint}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+# -- commands -----------------------------------------------------------------
+
+
+def command_config(settings: Settings, args: argparse.Namespace) -> int:
+    print(json.dumps(settings.masked(), indent=2))
+    return 0
+
+
+def command_preview(settings: Settings, args: argparse.Namespace) -> int:
     """A first look at what kgstream finds in a folder, with nothing installed or running."""
     from connectors.folder_scan import iter_document_paths, read_document
     from connectors.tokenizer import TiktokenTokenizer
@@ -52,8 +128,9 @@ def preview_folder(settings: Settings, folder: Path, top: int) -> int:
     from dataflow.core.index import ReferenceIndex
     from dataflow.core.offline_extractor import extract_offline
 
+    folder: Path = args.folder
     if not folder.is_dir():
-        raise SettingsError(f"{folder} is not a folder")
+        raise UserError(f"{folder} is not a folder", "give the path of a folder of documents")
     tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
     index = ReferenceIndex(
         tokenizer, extract_offline, settings.chunking_options(), settings.document_limits()
@@ -73,31 +150,246 @@ def preview_folder(settings: Settings, folder: Path, top: int) -> int:
         degree[source] = degree.get(source, 0) + 1
         degree[target] = degree.get(target, 0) + 1
     ranked = sorted(snapshot.entities.values(), key=lambda e: (-degree.get(e.key, 0), e.key))
-    print(f"\nTop {min(top, len(ranked))} entities by degree:")
-    for entity in ranked[:top]:
+    print(f"\nTop {min(args.top, len(ranked))} entities by degree:")
+    for entity in ranked[: args.top]:
         print(f"  {entity.name} ({entity.type}, {degree.get(entity.key, 0)} relations)")
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+@contextlib.contextmanager
+def data_dir_lock(data_dir: Path) -> Iterator[None]:
+    """One writer per data directory (its recovery database and vector files)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with (data_dir / "kgstream.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(
+                f"another kgstream process is using {data_dir}",
+                "stop it first; `kgstream status` and `kgstream export` may run beside it",
+            ) from None
+        yield
+
+
+def _progress_printer(label: str) -> Any:
+    from tqdm import tqdm
+
+    bar = tqdm(unit=" docs", desc=label, disable=None)
+
+    def on_commit(batch: Any) -> None:
+        if batch.completed:
+            bar.update(len(batch.completed))
+
+    return bar, on_commit
+
+
+def command_index(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.folder_source import FolderSource, FolderSourceOptions
+    from kgstream.assembly import build_components
+    from kgstream.indexer import RunOptions, run_indexer
+
+    folder: Path = args.folder
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder", "give the path of a folder of documents")
+    with data_dir_lock(settings.data_dir):
+        components = build_components(settings)
+        bar, on_commit = _progress_printer("indexing")
+        try:
+            source = FolderSource(
+                FolderSourceOptions(
+                    root=folder.resolve(),
+                    stop_after_scan=True,
+                    watch=False,
+                    max_document_bytes=settings.max_document_bytes,
+                )
+            )
+            run_indexer(
+                components,
+                source,
+                settings.data_dir,
+                RunOptions(workers=args.workers),
+                on_commit,
+            )
+            bar.close()
+            print_status(components.stores.graph, as_json=False)
+        finally:
+            components.close()
+    return 0
+
+
+def command_run(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.assembly import build_components
+    from kgstream.indexer import RunOptions, run_indexer
+
+    with data_dir_lock(settings.data_dir):
+        components = build_components(settings)
+        try:
+            source = _live_source(settings, args)
+            run_indexer(components, source, settings.data_dir, RunOptions(workers=args.workers))
+        finally:
+            components.close()
+    return 0
+
+
+def _live_source(settings: Settings, args: argparse.Namespace) -> Any:
+    if settings.kafka_bootstrap_servers and args.watch is None:
+        from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
+
+        options = KafkaSourceOptions(
+            settings.kafka_bootstrap_servers,
+            settings.kafka_topic,
+            stop_at_end=args.until_caught_up,
+        )
+        print(
+            f"kgstream: consuming {settings.kafka_topic} at {settings.kafka_bootstrap_servers} "
+            f"(data in {settings.data_dir})",
+            flush=True,
+        )
+        return KafkaDocumentSource(options)
+    from connectors.folder_source import FolderSource, FolderSourceOptions
+
+    folder: Path = args.watch or Path("docs")
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder", "pass --watch DIR (or --kafka HOST:PORT)")
+    print(f"kgstream: watching {folder.resolve()} (data in {settings.data_dir})", flush=True)
+    return FolderSource(
+        FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes)
+    )
+
+
+def command_replay(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions, measure_replay
+    from kgstream.assembly import build_components
+    from kgstream.indexer import RunOptions, run_indexer
+
+    if not settings.kafka_bootstrap_servers:
+        raise UserError("replay needs a Kafka topic", "pass --kafka HOST:PORT [--topic NAME]")
+    if (settings.data_dir / "recovery").exists():
+        raise UserError(
+            f"{settings.data_dir} already holds an index",
+            "replay rebuilds into empty stores: give --data a new directory",
+        )
+    with data_dir_lock(settings.data_dir):
+        components = build_components(settings)
+        try:
+            if components.stores.graph.version() != 0:
+                raise UserError(
+                    "the stores are not empty",
+                    "replay into a new workspace (KGSTREAM_WORKSPACE) or clear it first",
+                )
+            bootstrap, topic = settings.kafka_bootstrap_servers, settings.kafka_topic
+            progress = measure_replay(bootstrap, topic)
+            source = KafkaDocumentSource(KafkaSourceOptions(bootstrap, topic, stop_at_end=True))
+            stop = threading.Event()
+            watcher = threading.Thread(
+                target=_show_replay_progress, args=(source, progress, stop), daemon=True
+            )
+            watcher.start()
+            try:
+                run_indexer(components, source, settings.data_dir, RunOptions(workers=args.workers))
+            finally:
+                stop.set()
+                watcher.join()
+            print_status(components.stores.graph, as_json=False)
+        finally:
+            components.close()
+    return 0
+
+
+def _show_replay_progress(source: Any, progress: Any, stop: threading.Event) -> None:
+    from tqdm import tqdm
+
+    with tqdm(total=progress.total, unit=" events", desc="replaying", disable=None) as bar:
+        while not stop.wait(0.2):
+            bar.n = progress.done(source.positions())
+            bar.refresh()
+        bar.n = progress.done(source.positions())
+        bar.refresh()
+
+
+def _graph_store(settings: Settings) -> Any:
+    from connectors.stores import StoreLocations, open_graph_store
+
+    if not settings.redis_url and not (settings.data_dir / "redis").exists():
+        raise UserError(
+            f"no index in {settings.data_dir}",
+            "run `kgstream index DIR --data DATA` first, or pass the right --data",
+        )
+    locations = StoreLocations(settings.data_dir, settings.workspace, settings.redis_url)
+    return open_graph_store(locations)
+
+
+def command_status(settings: Settings, args: argparse.Namespace) -> int:
+    graph, embedded = _graph_store(settings)
     try:
-        settings = settings_from(args)
-        if args.command == "config":
-            print(json.dumps(settings.masked(), indent=2))
-            return 0
-        if args.command == "preview":
-            return preview_folder(settings, args.folder, args.top)
-    except SettingsError as error:
-        print(f"kgstream: {error}", file=sys.stderr)
-        print("hint: run `kgstream config` to see the effective settings", file=sys.stderr)
-        return 2
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+        print_status(graph, as_json=args.json)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+def status_data(graph: Any) -> dict[str, Any]:
+    from dataflow.core.documents import DocumentStatus
+
+    counts = graph.status_counts()
+    failed_ids, _ = graph.documents_by_status(DocumentStatus.FAILED, 0, 1000)
+    failed = graph.get_documents(failed_ids)
+    return {
+        "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
+        "index_version": graph.version(),
+        "failures": [
+            {
+                "doc_id": doc_id,
+                "file_path": failed[doc_id].record.file_path,
+                "reason": failed[doc_id].record.reason,
+            }
+            for doc_id in failed_ids
+            if doc_id in failed
+        ],
+    }
+
+
+def print_status(graph: Any, as_json: bool) -> None:
+    data = status_data(graph)
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    counts = ", ".join(f"{name} {count}" for name, count in data["documents"].items())
+    print(f"index version {data['index_version']}; documents: {counts}")
+    for failure in data["failures"]:
+        print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
+
+
+def command_export(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.export import export_data, write_graphml, write_json
+
+    graph, embedded = _graph_store(settings)
+    try:
+        data = export_data(graph)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    if args.format == "json":
+        write_json(data, args.output)
+    else:
+        write_graphml(data, args.output)
+    print(
+        f"wrote {len(data['entities'])} entities and {len(data['relations'])} relations "
+        f"to {args.output}"
+    )
+    return 0
+
+
+COMMANDS = {
+    "config": command_config,
+    "preview": command_preview,
+    "index": command_index,
+    "run": command_run,
+    "replay": command_replay,
+    "status": command_status,
+    "export": command_export,
+}
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
+from bytewax.inputs import Source
 from bytewax.testing import TestingSource, cluster_main, run_main
 
 from connectors.embeddings import OpenAIEmbedder, OpenAIEmbeddingOptions, embedding_space_name
@@ -55,8 +56,11 @@ def events(changes: Iterable[DocumentChange], start: float = 1.0) -> list[Source
     return [SourceEvent(change, f"test:{i}", start + i) for i, change in enumerate(changes)]
 
 
-def run_flow(components: Components, source_events: list[SourceEvent], workers: int = 1) -> None:
-    flow = build_flow(TestingSource(source_events), components)
+def run_flow(
+    components: Components, source_events: list[SourceEvent] | Source[SourceEvent], workers: int = 1
+) -> None:
+    source = source_events if isinstance(source_events, Source) else TestingSource(source_events)
+    flow = build_flow(source, components)
     if workers == 1:
         run_main(flow)
     else:

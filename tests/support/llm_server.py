@@ -542,3 +542,28 @@ def llm_server() -> Iterator[OpenAICompatibleServer]:
     """A fresh, started OpenAI-compatible server for one test."""
     with OpenAICompatibleServer() as server:
         yield server
+
+
+_FENCED_TEXT = re.compile(r"---Text---\n(`{3,})\n(.*?)\n\1", re.DOTALL)
+
+
+def offline_extraction_reply(body: dict[str, Any]) -> str:
+    """A deterministic stand-in model: the offline extractor's records, in LightRAG's format.
+
+    Extraction prompts get the records of the fenced chunk text; gleaning
+    ("continue") prompts and anything else get an empty completion.
+    """
+    from dataflow.core.offline_extractor import extract_offline
+
+    messages = body.get("messages", [])
+    match = _FENCED_TEXT.search(messages[-1]["content"]) if len(messages) == 2 else None
+    if match is None:
+        return "<|COMPLETE|>"
+    extraction = extract_offline(match.group(2))
+    d = "<|#|>"
+    lines = [f"entity{d}{e.name}{d}{e.type}{d}{e.description}" for e in extraction.entities]
+    lines += [
+        f"relation{d}{r.source}{d}{r.target}{d}{','.join(r.keywords)}{d}{r.description}{d}{r.strength}"
+        for r in extraction.relations
+    ]
+    return "\n".join([*lines, "<|COMPLETE|>"])

@@ -1,0 +1,110 @@
+"""`kgstream index`, `status` and `export` on the embedded stores, as a user runs them."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgstream.cli import main
+
+DOCS = {
+    "team/alice.md": "Alice Moreau founded Northwind Labs in Lisbon. She leads the Atlas Project.",
+    "team/bob.md": "Bob Tanaka joined Helios Corp after the Geneva Summit.",
+    "projects/atlas.md": "The Atlas Project at Northwind Labs is funded by Helios Corp.",
+}
+
+
+@pytest.fixture(autouse=True)
+def fast_embeddings(monkeypatch, llm_server):
+    """The OpenAI-compatible test server embeds (the local model is covered elsewhere)."""
+    monkeypatch.setenv("KGSTREAM_EMBEDDING_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("KGSTREAM_EMBEDDING_MODEL", "test-embedding-model")
+    for name in ("OPENAI_BASE_URL", "KGSTREAM_LLM_BASE_URL", "KGSTREAM_REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def write(folder: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def index(folder: Path, data: Path) -> None:
+    assert main(["index", str(folder), "--data", str(data)]) == 0
+
+
+def export(data: Path, tmp_path: Path) -> dict:
+    output = tmp_path / f"export-{data.name}.json"
+    assert main(["export", "--data", str(data), "--format", "json", "--output", str(output)]) == 0
+    exported = json.loads(output.read_text())
+    exported.pop("index_version")
+    for document in exported["documents"]:
+        document.pop("created_at"), document.pop("updated_at")
+    return exported
+
+
+def status(data: Path, capsys) -> dict:
+    capsys.readouterr()
+    assert main(["status", "--data", str(data), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_index_again_applies_edits_additions_and_deletions_incrementally(tmp_path, capsys):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    assert status(data, capsys)["documents"]["PROCESSED"] == 3
+
+    (folder / "team/bob.md").unlink()
+    write(folder, {"team/alice.md": DOCS["team/alice.md"].replace("Lisbon", "Porto")})
+    write(folder, {"team/carla.md": "Carla Diaz joined Northwind Labs in Porto."})
+    index(folder, data)
+
+    fresh = tmp_path / "fresh"
+    index(folder, fresh)
+    incremental = export(data, tmp_path)
+    assert incremental == export(fresh, tmp_path)
+    assert {d["doc_id"] for d in incremental["documents"]} == {
+        "team/alice.md",
+        "team/carla.md",
+        "projects/atlas.md",
+    }
+    assert "bob tanaka" not in {e["key"] for e in incremental["entities"]}
+    assert "porto" in {e["key"] for e in incremental["entities"]}
+
+
+def test_status_reports_failures_with_their_reason(tmp_path, capsys):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, {"ok.md": DOCS["team/bob.md"], "broken.md": b"\xff\xfe not utf-8"})
+    index(folder, data)
+    report = status(data, capsys)
+    assert report["documents"] == {"PENDING": 0, "PROCESSING": 0, "PROCESSED": 1, "FAILED": 1}
+    assert report["index_version"] > 0
+    (failure,) = report["failures"]
+    assert failure["doc_id"] == "broken.md" and "UTF-8" in failure["reason"]
+
+
+def test_graphml_export_holds_every_entity_and_relation(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    exported = export(data, tmp_path)
+    output = tmp_path / "graph.graphml"
+    assert (
+        main(["export", "--data", str(data), "--format", "graphml", "--output", str(output)]) == 0
+    )
+    ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
+    graph = ET.parse(output).getroot().find("g:graph", ns)
+    nodes = {node.get("id") for node in graph.findall("g:node", ns)}
+    edges = {(e.get("source"), e.get("target")) for e in graph.findall("g:edge", ns)}
+    assert nodes == {e["key"] for e in exported["entities"]}
+    assert edges == {(r["source"], r["target"]) for r in exported["relations"]}
+
+
+def test_commands_on_a_missing_index_say_what_to_do(tmp_path, capsys):
+    assert main(["status", "--data", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err
+    assert "no index in" in err and "hint: run `kgstream index" in err

@@ -1,0 +1,166 @@
+"""`kgstream run --kafka` and `kgstream replay` as processes, with a real Kafka broker:
+replay rebuilds the live index, and a kill -9 mid-stream loses and doubles nothing."""
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from connectors.kafka_producer import DocumentEventProducer
+from connectors.stores import StoreLocations, open_graph_store
+from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
+from tests.support.llm_server import offline_extraction_reply
+
+ROOT = Path(__file__).resolve().parents[2]
+_topics = itertools.count()
+PEOPLE = ["Alice Moreau", "Bob Tanaka", "Carla Diaz", "Dmitri Volkov", "Erin Walsh", "Farah Khan"]
+ORGS = ["Northwind Labs", "Helios Corp", "Atlas Foundation", "Kestrel Bank"]
+CITIES = ["Lisbon", "Porto", "Geneva", "Nairobi"]
+
+
+def document(i: int, version: int = 0) -> DocumentUpsert:
+    person, org = PEOPLE[i % len(PEOPLE)], ORGS[(i + version) % len(ORGS)]
+    city = CITIES[(i * 3 + version) % len(CITIES)]
+    text = (
+        f"{person} joined {org} in {city} in {2000 + i}.\n\n"
+        f"{org} worked with {ORGS[(i + 1) % len(ORGS)]} on report {i}."
+    )
+    return DocumentUpsert(f"doc-{i:03d}", text, f"reports/doc-{i:03d}.md")
+
+
+def kgstream(*args: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kgstream.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen, timeout: float = 120) -> str:
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output
+    return output
+
+
+def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def processed(data: Path) -> int:
+    """PROCESSED documents in a running kgstream's embedded redis (0 until it is up)."""
+    if not (data / "redis" / "redis.sock").exists():
+        return 0
+    graph, embedded = open_graph_store(StoreLocations(data))
+    try:
+        return graph.status_counts()[DocumentStatus.PROCESSED]
+    except Exception:
+        return 0
+    finally:
+        assert embedded is None, "the test must attach to kgstream's redis, not start one"
+
+
+def export(data: Path, env: dict[str, str]) -> dict:
+    output = data.parent / f"{data.name}.json"
+    finish(kgstream("export", "--data", str(data), "--output", str(output), env=env))
+    exported = json.loads(output.read_text())
+    exported.pop("index_version")
+    for doc in exported["documents"]:
+        doc.pop("created_at"), doc.pop("updated_at")
+    return exported
+
+
+@pytest.fixture
+def env(llm_server):
+    llm_server.responder = offline_extraction_reply
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
+    }
+    environment.update(
+        KGSTREAM_LLM_BASE_URL=llm_server.base_url,
+        KGSTREAM_LLM_MODEL="test-chat-model",
+        KGSTREAM_LLM_MAX_CONCURRENCY="2",
+        KGSTREAM_EMBEDDING_BASE_URL=llm_server.base_url,
+        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
+    )
+    return environment
+
+
+@pytest.fixture
+def topic(kafka_broker):
+    name = f"cli-documents-{next(_topics)}"
+    kafka_broker.create_topic(name, 3)
+    return name
+
+
+def produce(kafka_broker, topic, changes) -> None:
+    with DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer:
+        for change in changes:
+            producer.send(change)
+
+
+def test_replay_into_empty_stores_rebuilds_the_live_index(kafka_broker, topic, env, tmp_path):
+    kafka = ["--kafka", kafka_broker.bootstrap_servers, "--topic", topic]
+    live, rebuilt = tmp_path / "live", tmp_path / "rebuilt"
+    produce(kafka_broker, topic, [document(i) for i in range(8)])
+    finish(kgstream("run", *kafka, "--data", str(live), "--until-caught-up", env=env))
+    produce(
+        kafka_broker,
+        topic,
+        [document(2, version=1), DocumentDelete("doc-005"), document(9), DocumentDelete("doc-009")],
+    )
+    finish(kgstream("run", *kafka, "--data", str(live), "--until-caught-up", env=env))
+    finish(kgstream("replay", *kafka, "--data", str(rebuilt), env=env))
+
+    exported = export(live, env)
+    assert exported == export(rebuilt, env)
+    assert {d["doc_id"] for d in exported["documents"]} == {
+        f"doc-{i:03d}" for i in (0, 1, 2, 3, 4, 6, 7)
+    }
+
+    refused = kgstream("replay", *kafka, "--data", str(rebuilt), env=env)
+    output, _ = refused.communicate(timeout=60)
+    assert refused.returncode == 2 and "already holds an index" in output
+
+
+def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
+    kafka_broker, topic, env, llm_server, tmp_path
+):
+    kafka = ["--kafka", kafka_broker.bootstrap_servers, "--topic", topic]
+    killed, reference = tmp_path / "killed", tmp_path / "reference"
+    first_wave = [document(i) for i in range(12)]
+    second_wave = (
+        [document(i, version=1) for i in range(0, 12, 2)]
+        + [DocumentDelete(f"doc-{i:03d}") for i in (3, 7)]
+        + [document(i) for i in range(12, 30)]
+    )
+    produce(kafka_broker, topic, first_wave)
+
+    running = kgstream("run", *kafka, "--data", str(killed), env=env)
+    wait_until(lambda: processed(killed) == 12, 60, "the first wave to be indexed")
+    llm_server.delay_seconds = 0.15
+    calls_before = llm_server.chat_calls
+    produce(kafka_broker, topic, second_wave)
+    wait_until(lambda: llm_server.chat_calls >= calls_before + 6, 60, "the second wave to start")
+    running.send_signal(signal.SIGKILL)
+    running.communicate(timeout=30)
+    llm_server.delay_seconds = 0.0
+
+    finish(kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", env=env))
+    finish(kgstream("replay", *kafka, "--data", str(reference), env=env))
+    exported = export(killed, env)
+    assert exported == export(reference, env)
+    assert len(exported["documents"]) == 28
+    assert all(d["status"] == "PROCESSED" for d in exported["documents"])
