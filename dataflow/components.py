@@ -34,6 +34,7 @@ class Components:
     renderer: Renderer
     stores: Stores
     render_concurrency: int = 1
+    coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
     on_commit: Callable[[CommitBatch], None] | None = None
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 

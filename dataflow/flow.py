@@ -21,6 +21,7 @@ import copy
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeGuard, cast
 
 import bytewax.operators as op
@@ -92,13 +93,14 @@ def build_flow(
     deltas: Any = op.branch("split_delta", chunk_split.falses, _is_entity_delta)
     by_entity = op.key_on("key_entity", deltas.trues, _route_key)
     by_relation = op.key_on("key_relation", deltas.falses, _route_key)
+    delay = timedelta(seconds=components.coalesce_seconds)
     entities = op.key_rm(
         "unkey_entity",
-        op.stateful_batch("entity", by_entity, _EntityLogic),
+        op.stateful_batch("entity", by_entity, lambda resume: _EntityLogic(resume, delay)),
     )
     relations = op.key_rm(
         "unkey_relation",
-        op.stateful_batch("relation", by_relation, _RelationLogic),
+        op.stateful_batch("relation", by_relation, lambda resume: _RelationLogic(resume, delay)),
     )
     states = op.merge("states", entities, relations)
     rendered = op.flat_map_batch("render", states, _render_step(components))
@@ -216,15 +218,23 @@ def _chunk_step(
 
 @dataclass
 class _FragmentsLogicState:
+    key: Any = None
     fragments: dict[str, Any] | None = None
     acks: Counter[Any] = field(default_factory=Counter)
+    due: datetime | None = None  # when the coalesced render is released
 
 
 class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Any, _FragmentsLogicState]):
-    """Folds a key's deltas and emits its state once per batch, with acknowledgements."""
+    """Folds a key's deltas and emits its state (with acknowledgements) for rendering.
 
-    def __init__(self, resume: _FragmentsLogicState | None) -> None:
+    Without delay, once per batch. With a delay (an LLM summarises descriptions),
+    changes are held for `delay` after the first one, so a burst of edits to one
+    entity costs one render and one summary call, not one per edit.
+    """
+
+    def __init__(self, resume: _FragmentsLogicState | None, delay: timedelta) -> None:
         self.state = resume or _FragmentsLogicState()
+        self.delay = delay
 
     def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Any], bool]:
         updates = []
@@ -233,13 +243,30 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Any, _FragmentsLogicState]
             fragment = None if tagged.delta.retracted else contribution.fragment
             updates.append((contribution.contribution_id, fragment))
             self.state.acks[(tagged.ticket, tagged.chunk_id)] += 1
+        self.state.key = values[0].delta.contribution.key
         self.state.fragments = update_fragments(self.state.fragments, updates)
+        if not self.delay:
+            return self._release()
+        if self.state.due is None:
+            self.state.due = datetime.now(UTC) + self.delay
+        return [], StatefulBatchLogic.RETAIN
+
+    def on_notify(self) -> tuple[Iterable[Any], bool]:
+        return self._release()
+
+    def on_eof(self) -> tuple[Iterable[Any], bool]:
+        if self.state.due is None:
+            return [], StatefulBatchLogic.RETAIN
+        return self._release()
+
+    def notify_at(self) -> datetime | None:
+        return self.state.due
+
+    def _release(self) -> tuple[Iterable[Any], bool]:
         acks = tuple(Ack(t, c, n) for (t, c), n in self.state.acks.items())
-        self.state.acks = Counter()
-        key = values[0].delta.contribution.key
-        emitted = self.emit(key, self.state.fragments, acks)
-        discard = self.state.fragments is None
-        return [emitted], discard
+        emitted = self.emit(self.state.key, self.state.fragments, acks)
+        self.state.acks, self.state.due = Counter(), None
+        return [emitted], self.state.fragments is None
 
     def emit(self, key: Any, fragments: Any, acks: tuple[Ack, ...]) -> Any:
         raise NotImplementedError

@@ -101,13 +101,14 @@ def build_components(settings: Settings) -> Components:
     if client is None:
         extract_many = offline_extract_many
         renderer = Renderer(tokenizer.count, settings.render_options())
-        render_concurrency = 1
+        render_concurrency, coalesce_seconds = 1, 0.0
     else:
         options = LLMExtractorOptions(settings.prompt_options(), settings.max_gleaning)
         extract_many = llm_extract_many(client, options)
         summarize = llm_summarizer(client, settings.language)
         renderer = Renderer(tokenizer.count, settings.render_options(), summarize)
         render_concurrency = settings.llm_max_concurrency
+        coalesce_seconds = settings.summary_coalesce_seconds
     stores = open_settings_stores(settings, embedder)
     return Components(
         tokenizer=tokenizer,
@@ -118,4 +119,5 @@ def build_components(settings: Settings) -> Components:
         renderer=renderer,
         stores=stores,
         render_concurrency=render_concurrency,
+        coalesce_seconds=coalesce_seconds,
     )

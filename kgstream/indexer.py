@@ -8,11 +8,13 @@ together: a data directory is one index.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from bytewax.errors import BytewaxRuntimeError
 from bytewax.inputs import Source
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
@@ -56,15 +58,32 @@ def run_indexer(
     options: RunOptions = RunOptions(),
     on_commit: Callable[[CommitBatch], None] | None = None,
 ) -> None:
-    """Run the dataflow until its source ends (one-shot) or forever (watching)."""
+    """Run the dataflow until its source ends (one-shot), or until SIGINT/SIGTERM.
+
+    A stop by signal returns normally: the recovery database holds the last
+    completed epoch, and the next run resumes from there.
+    """
     if on_commit is not None:
         components.on_commit = on_commit
     flow = build_flow(source, components)
-    cli_main(  # type: ignore[no-untyped-call]
-        flow,
-        workers_per_process=options.workers,
-        process_id=options.process_id,
-        addresses=list(options.addresses) or None,
-        epoch_interval=timedelta(seconds=options.epoch_seconds),
-        recovery_config=recovery_config(data_dir) if options.recovery else None,
-    )
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        cli_main(  # type: ignore[no-untyped-call]
+            flow,
+            workers_per_process=options.workers,
+            process_id=options.process_id,
+            addresses=list(options.addresses) or None,
+            epoch_interval=timedelta(seconds=options.epoch_seconds),
+            recovery_config=recovery_config(data_dir) if options.recovery else None,
+        )
+    except KeyboardInterrupt:
+        return
+    except BytewaxRuntimeError as error:
+        if not isinstance(error.__cause__, KeyboardInterrupt):
+            raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

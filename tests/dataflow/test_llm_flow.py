@@ -1,0 +1,92 @@
+"""LLM call accounting through the real dataflow, counted on the OpenAI-compatible test server."""
+
+from collections import Counter
+
+import pytest
+from bytewax.testing import TestingSource
+
+from connectors.backoff import Backoff
+from connectors.llm import ChatClient, LLMOptions
+from connectors.llm_extractor import LLMExtractorOptions
+from dataflow.core.contributions import Renderer, RenderOptions
+from dataflow.core.documents import DocumentUpsert
+from kgstream.assembly import llm_extract_many, llm_summarizer
+from tests.dataflow.harness import TOKENIZER, events, new_components, run_flow, stored
+from tests.support.llm_server import offline_extraction_reply
+
+
+def paragraph(i: int, version: str = "") -> str:
+    return f"Kessler Institute studied Topic{i}{version} with Station{i} in Lisbon. " * 3
+
+
+def document(versions: dict[int, str] | None = None) -> str:
+    versions = versions or {}
+    return "\n\n".join(paragraph(i, versions.get(i, "")) for i in range(20))
+
+
+@pytest.fixture
+def llm_components(redis_server, llm_server, tmp_path):
+    llm_server.responder = offline_extraction_reply
+    # No response cache: the counts below prove the dataflow itself skips unchanged chunks.
+    client = ChatClient(
+        LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.05))
+    )
+    components = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
+    components.extract_many = llm_extract_many(client, LLMExtractorOptions(max_gleaning=0))
+    yield components, client
+    components.stores.graph.clear()
+    components.stores.vectors.close()
+
+
+def summary_calls(llm_server) -> Counter:
+    """Summary requests per summarised entity or relation (the user message's first line)."""
+    return Counter(
+        body["messages"][1]["content"].splitlines()[0]
+        for body in llm_server.bodies()
+        if "merge descriptions" in body["messages"][0]["content"]
+    )
+
+
+def test_unchanged_resend_costs_nothing_and_an_edit_costs_only_its_chunk(
+    llm_components, llm_server
+):
+    components, _ = llm_components
+    changes = [
+        DocumentUpsert("report.md", document(), "report.md"),
+        DocumentUpsert("report.md", document(), "report.md"),
+        DocumentUpsert("report.md", document({7: "b"}), "report.md"),
+    ]
+    run_flow(components, events(changes))
+    chunks = stored(components).graph.chunks
+    assert len(chunks) == 20
+    assert llm_server.chat_calls == 21
+    assert "topic7b" in stored(components).graph.entities
+
+
+def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_server):
+    components, client = llm_components
+    components.renderer = Renderer(
+        TOKENIZER.count,
+        RenderOptions(summarize_over_fragments=2),
+        llm_summarizer(client, "English"),
+    )
+    components.coalesce_seconds = 2.0
+    llm_server.responder = lambda body: (
+        "A summary."
+        if "merge descriptions" in body["messages"][0]["content"]
+        else offline_extraction_reply(body)
+    )
+    changes = [
+        DocumentUpsert(
+            f"doc{i}.md", f"Kessler Institute hired Person{i} Example{i} in Lisbon.", f"doc{i}.md"
+        )
+        for i in range(6)
+    ]
+    source = TestingSource(events(changes), batch_size=1)
+    run_flow(components, source)
+    hub = stored(components).graph.entities["kessler institute"]
+    assert hub.description == "A summary."
+    assert len(hub.source_chunk_ids) == 6
+    calls = summary_calls(llm_server)
+    assert "Entity: Kessler Institute" in calls
+    assert set(calls.values()) == {1}, calls

@@ -1,0 +1,110 @@
+"""`kgstream run --watch` as a process: after each file operation the stores equal a
+from-scratch build of the folder's current content (graph, then vectors at the end)."""
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from connectors.embeddings import OpenAIEmbedder, OpenAIEmbeddingOptions, embedding_space_name
+from connectors.folder_scan import iter_document_paths, read_document
+from connectors.index_export import read_index
+from connectors.stores import StoreLocations, open_graph_store, open_stores
+from connectors.tokenizer import TiktokenTokenizer
+from connectors.vector_store import VectorKind, relation_point_key
+from dataflow.core.contributions import Renderer
+from dataflow.core.index import IndexSnapshot, ReferenceIndex
+from dataflow.core.offline_extractor import extract_offline
+from tests.kgstream.test_cli_kafka import kgstream, wait_until
+
+TOKENIZER = TiktokenTokenizer()
+
+
+def fresh_build(folder: Path) -> IndexSnapshot:
+    index = ReferenceIndex(TOKENIZER, extract_offline)
+    index.apply_all(read_document(folder, path) for path in iter_document_paths(folder))
+    return index.snapshot(Renderer(TOKENIZER.count))
+
+
+def stored_graph(data: Path) -> IndexSnapshot | None:
+    if not (data / "redis" / "redis.sock").exists():
+        return None
+    graph, embedded = open_graph_store(StoreLocations(data))
+    assert embedded is None
+    try:
+        return IndexSnapshot(
+            entities={e.key: e for e in sorted(graph.iter_entities(), key=lambda e: e.key)},
+            relations={r.pair: r for r in sorted(graph.iter_relations(), key=lambda r: r.pair)},
+            chunks={c.chunk_id: c for c in sorted(graph.iter_chunks(), key=lambda c: c.chunk_id)},
+            documents={
+                d.record.doc_id: d.record
+                for d in sorted(graph.iter_documents(), key=lambda d: d.record.doc_id)
+            },
+        )
+    except Exception:
+        return None
+
+
+@pytest.fixture
+def env(llm_server):
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
+    }
+    environment.update(
+        KGSTREAM_EMBEDDING_BASE_URL=llm_server.base_url,
+        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
+    )
+    return environment
+
+
+def test_watched_folder_follows_every_file_operation(env, llm_server, tmp_path):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    (folder / "team").mkdir(parents=True)
+    (folder / "team" / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    running = kgstream("run", "--watch", str(folder), "--data", str(data), env=env)
+
+    def caught_up(step: str) -> None:
+        wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, f"the index after {step}")
+
+    try:
+        caught_up("start")
+        (folder / "team" / "bob.md").write_text("Bob Tanaka joined Helios Corp in Geneva.")
+        caught_up("create")
+        (folder / "team" / "alice.md").write_text("Alice Moreau founded Northwind Labs in Porto.")
+        caught_up("edit")
+        temporary = folder / "team" / ".carla.md.tmp"
+        temporary.write_text("Carla Diaz leads the Atlas Project at Northwind Labs.")
+        os.replace(temporary, folder / "team" / "carla.md")
+        caught_up("atomic save")
+        (folder / "team" / "bob.md").rename(folder / "bob-tanaka.md")
+        caught_up("rename")
+        (folder / "bob-tanaka.md").unlink()
+        caught_up("delete")
+        (folder / "archive").mkdir()
+        (folder / "archive" / "old.md").write_text("Helios Corp opened an office in Nairobi.")
+        caught_up("create in a new directory")
+        shutil.rmtree(folder / "archive")
+        caught_up("directory delete")
+        assert set(stored_graph(data).documents) == {"team/alice.md", "team/carla.md"}
+    finally:
+        running.send_signal(signal.SIGINT)
+        output, _ = running.communicate(timeout=60)
+    assert running.returncode == 0, output
+
+    expected = fresh_build(folder)
+    embedder = OpenAIEmbedder(OpenAIEmbeddingOptions(llm_server.base_url, "test-embedding-model"))
+    with open_stores(
+        StoreLocations(data), embedding_space_name(embedder), embedder.dimension
+    ) as stores:
+        index = read_index(stores)
+    assert index.graph == expected
+    assert set(index.vectors[VectorKind.CHUNK]) == set(expected.chunks)
+    assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
+    assert set(index.vectors[VectorKind.RELATION]) == {
+        relation_point_key(*pair) for pair in expected.relations
+    }
+    for key, entity in expected.entities.items():
+        vector, _ = index.vectors[VectorKind.ENTITY][key]
+        assert vector == pytest.approx(embedder.embed([entity.embedding_text])[0], abs=1e-6)
