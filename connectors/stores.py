@@ -88,14 +88,17 @@ def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRed
     return GraphStore.from_url(embedded.url, locations.workspace), embedded
 
 
+def open_vector_store(locations: StoreLocations) -> VectorStore:
+    """The vector store, not yet bound to an embedding space (see `ensure_collections`)."""
+    if locations.qdrant_url:
+        return QdrantClientVectorStore.from_url(locations.qdrant_url, locations.workspace)
+    return EdgeVectorStore(locations.data_dir / "vectors", locations.workspace)
+
+
 def open_stores(locations: StoreLocations, space: str, dimension: int) -> Stores:
     """Open (and for the embedded default, start) the stores for one embedding space."""
     graph, embedded = open_graph_store(locations)
-    vectors: VectorStore
-    if locations.qdrant_url:
-        vectors = QdrantClientVectorStore.from_url(locations.qdrant_url, locations.workspace)
-    else:
-        vectors = EdgeVectorStore(locations.data_dir / "vectors", locations.workspace)
+    vectors = open_vector_store(locations)
     try:
         vectors.ensure_collections(space, dimension)
     except BaseException:

@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     status = command("status", "documents by status, index version and failures")
     status.add_argument("--json", action="store_true")
 
+    command("rebuild-vectors", "re-embed every chunk, entity and relation (after a model change)")
+
     export = command("export", "write the graph as JSON or GraphML")
     export.add_argument("--format", choices=("json", "graphml"), default="json")
     export.add_argument("--output", type=Path, required=True)
@@ -307,14 +309,18 @@ def _show_replay_progress(source: Any, progress: Any, stop: threading.Event) -> 
         bar.refresh()
 
 
-def _graph_store(settings: Settings) -> Any:
-    from connectors.stores import StoreLocations, open_graph_store
-
+def _require_index(settings: Settings) -> None:
     if not settings.redis_url and not (settings.data_dir / "redis").exists():
         raise UserError(
             f"no index in {settings.data_dir}",
             "run `kgstream index DIR --data DATA` first, or pass the right --data",
         )
+
+
+def _graph_store(settings: Settings) -> Any:
+    from connectors.stores import StoreLocations, open_graph_store
+
+    _require_index(settings)
     locations = StoreLocations(settings.data_dir, settings.workspace, settings.redis_url)
     return open_graph_store(locations)
 
@@ -381,6 +387,28 @@ def command_export(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.stores import StoreLocations, open_graph_store, open_vector_store
+    from kgstream.assembly import build_embedder
+    from kgstream.maintenance import rebuild_vectors
+
+    _require_index(settings)
+    with data_dir_lock(settings.data_dir):
+        locations = StoreLocations(
+            settings.data_dir, settings.workspace, settings.redis_url, settings.qdrant_url
+        )
+        graph, embedded = open_graph_store(locations)
+        vectors = open_vector_store(locations)
+        try:
+            counts = rebuild_vectors(graph, vectors, build_embedder(settings))
+        finally:
+            vectors.close()
+            if embedded is not None:
+                embedded.stop()
+    print(", ".join(f"{count} {kind}" for kind, count in counts.items()) + " re-embedded")
+    return 0
+
+
 COMMANDS = {
     "config": command_config,
     "preview": command_preview,
@@ -389,6 +417,7 @@ COMMANDS = {
     "replay": command_replay,
     "status": command_status,
     "export": command_export,
+    "rebuild-vectors": command_rebuild_vectors,
 }
 
 

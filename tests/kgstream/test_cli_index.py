@@ -108,3 +108,26 @@ def test_commands_on_a_missing_index_say_what_to_do(tmp_path, capsys):
     assert main(["status", "--data", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
     assert "no index in" in err and "hint: run `kgstream index" in err
+
+
+def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monkeypatch, capsys):
+    from connectors.stores import StoreLocations, open_stores
+    from connectors.vector_store import VectorKind, VectorSpaceMismatchError
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    before = export(data, tmp_path)
+
+    monkeypatch.setenv("KGSTREAM_EMBEDDING_MODEL", "test-chat-model")  # another model name
+    capsys.readouterr()
+    assert main(["rebuild-vectors", "--data", str(data)]) == 0
+    assert "re-embedded" in capsys.readouterr().out
+
+    with pytest.raises(VectorSpaceMismatchError, match="rebuild-vectors"):
+        open_stores(StoreLocations(data), "test-embedding-model-384", 384)
+    with open_stores(StoreLocations(data), "test-chat-model-384", 384) as stores:
+        assert stores.vectors.count(VectorKind.ENTITY) == len(before["entities"])
+        assert stores.vectors.count(VectorKind.RELATION) == len(before["relations"])
+        assert stores.vectors.count(VectorKind.CHUNK) == len(before["chunks"])
+    assert export(data, tmp_path) == before
