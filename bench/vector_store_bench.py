@@ -80,7 +80,7 @@ def around(rng: np.random.Generator, centers: np.ndarray, spread: float) -> np.n
     return unit_rows(centers + noise)
 
 
-def build_corpus(size: CorpusSize, queries: int, seed: int) -> Corpus:
+def build_corpus(size: CorpusSize, queries: int, seed: int, spread: float = 1.0) -> Corpus:
     """A seeded corpus whose vectors cluster by topic and whose folders follow topics."""
     rng = np.random.default_rng(seed)
     areas = unit_rows(rng.standard_normal((AREAS, DIMENSION)))
@@ -99,7 +99,7 @@ def build_corpus(size: CorpusSize, queries: int, seed: int) -> Corpus:
         docs_by_topic.setdefault(int(t), []).append(d)
 
     chunk_doc = np.sort(rng.integers(0, size.docs, size.chunks))
-    chunk_vectors = around(rng, topics[doc_topic[chunk_doc]], 1.0)
+    chunk_vectors = around(rng, topics[doc_topic[chunk_doc]], spread)
     chunks = [
         VectorPoint(
             VectorKind.CHUNK,
@@ -111,7 +111,7 @@ def build_corpus(size: CorpusSize, queries: int, seed: int) -> Corpus:
     ]
 
     entity_topic = rng.choice(sorted(docs_by_topic), size.entities)
-    entity_vectors = around(rng, topics[entity_topic], 1.0)
+    entity_vectors = around(rng, topics[entity_topic], spread)
     entity_docs: list[list[int]] = []
     for t in entity_topic:
         pool = docs_by_topic[int(t)]
@@ -151,7 +151,7 @@ def build_corpus(size: CorpusSize, queries: int, seed: int) -> Corpus:
     relation_centers = unit_rows(
         np.stack([topics[entity_topic[a]] + topics[entity_topic[b]] for a, b in ordered_pairs])
     )
-    relation_vectors = around(rng, relation_centers, 1.0)
+    relation_vectors = around(rng, relation_centers, spread)
     relations = []
     for i, (a, b) in enumerate(ordered_pairs):
         docs = sorted(set(entity_docs[a]) | set(entity_docs[b]))
@@ -186,7 +186,7 @@ def build_corpus(size: CorpusSize, queries: int, seed: int) -> Corpus:
             VectorKind.ENTITY: entity_vectors,
             VectorKind.RELATION: relation_vectors,
         },
-        queries=around(rng, topics[query_topic], 1.0),
+        queries=around(rng, topics[query_topic], spread),
         area_of_query=[int(topic_area[t]) for t in query_topic],
         doc_ids_of_query=query_docs,
     )
@@ -347,6 +347,13 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument(
+        "--spread",
+        type=float,
+        default=1.0,
+        help="noise around topic centres: 1.0 gives same-topic cosine ~0.5 (sentence-embedding "
+        "like); larger values approach structureless random vectors, the worst case for HNSW",
+    )
+    parser.add_argument(
         "--dir", type=Path, default=None, help="scratch directory (default: a temp dir)"
     )
     args = parser.parse_args()
@@ -355,13 +362,13 @@ def main() -> None:
         docs=args.docs, chunks=3 * args.docs, entities=12 * args.docs, relations=20 * args.docs
     )
     started = time.perf_counter()
-    corpus = build_corpus(size, max(args.queries, args.local_queries), args.seed)
+    corpus = build_corpus(size, max(args.queries, args.local_queries), args.seed, args.spread)
     built = time.perf_counter() - started
     cpus, load = os.cpu_count(), os.getloadavg()[0]
     print(f"machine: {cpus} CPUs, load average {load:.1f} (latencies suffer when it exceeds them)")
     print(
         f"corpus: {size.docs} docs, {size.chunks} chunks, {size.entities} entities, "
-        f"{size.relations} relations, {DIMENSION}-d (built in {built:.1f} s)"
+        f"{size.relations} relations, {DIMENSION}-d, spread {args.spread} (built in {built:.1f} s)"
     )
     backends = {
         "edge": Backend("edge", lambda d: EdgeVectorStore(d, WORKSPACE), args.queries),
