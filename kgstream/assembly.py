@@ -14,6 +14,7 @@ from connectors.embeddings import (
     embedding_space_name,
 )
 from connectors.embeddings_local import LocalMiniLMEmbedder
+from connectors.graph_store import GraphStore
 from connectors.llm import ChatClient, LLMError, LLMOptions, SqliteResponseCache
 from connectors.llm_extractor import LLMExtractor, LLMExtractorOptions
 from connectors.stores import StoreLocations, Stores, open_stores
@@ -22,6 +23,9 @@ from dataflow.components import Components, ExtractMany, offline_extract_many
 from dataflow.core.contributions import Renderer, Summarizer, SummaryRequest
 from dataflow.core.extraction import Extraction
 from dataflow.core.prompts import build_summary_messages
+from gateway.engine import QueryEngine
+from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
+from gateway.server import RunningServer, ServerOptions, serve
 from kgstream.settings import Settings
 
 
@@ -121,3 +125,23 @@ def build_components(settings: Settings) -> Components:
         render_concurrency=render_concurrency,
         coalesce_seconds=coalesce_seconds,
     )
+
+
+def build_engine(settings: Settings, stores: Stores, embedder: Embedder) -> QueryEngine:
+    """The query engine over the same stores, embedder and tokenizer the indexer uses."""
+    client = build_chat_client(settings)
+    keywords: KeywordExtractor = (
+        OfflineKeywordExtractor() if client is None else LLMKeywordExtractor(client)
+    )
+    tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
+    return QueryEngine(stores, embedder, tokenizer, keywords, llm=client)
+
+
+def serve_gateway(settings: Settings, engine: QueryEngine, graph: GraphStore) -> RunningServer:
+    producer = None
+    if settings.kafka_bootstrap_servers:
+        from connectors.kafka_producer import DocumentEventProducer
+
+        producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
+    options = ServerOptions(address=settings.grpc_address, auth_token=settings.grpc_auth_token)
+    return serve(engine, graph, options, producer)

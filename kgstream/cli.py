@@ -63,11 +63,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kafka", default=None, help="consume this Kafka bootstrap address instead")
     run.add_argument("--topic", default=None, help="the Kafka topic (default from settings)")
     run.add_argument("--workers", type=int, default=1)
+    run.add_argument("--grpc", default=None, help="serve the gateway here (default from settings)")
+    run.add_argument("--no-serve", action="store_true", help="index only; run no gateway")
     run.add_argument(
         "--until-caught-up",
         action="store_true",
         help="with --kafka: stop once every partition reaches the end it saw at start",
     )
+
+    serve = command("serve", "serve the gRPC gateway over the stores (no indexing)")
+    serve.add_argument("--grpc", default=None, help="HOST:PORT to listen on")
+
+    query = command("query", "ask a question (of a running gateway, or of the stores directly)")
+    query.add_argument("question")
+    query.add_argument(
+        "--mode", choices=("local", "global", "hybrid", "naive", "mix"), default="mix"
+    )
+    query.add_argument("--context-only", action="store_true", help="retrieve only, no answer")
+    query.add_argument("--json", action="store_true", help="print JSON")
+    query.add_argument("--grpc", default=None, help="HOST:PORT of a running gateway")
+    query.add_argument("--top-k", type=int, default=None)
 
     replay = command("replay", "rebuild the index from a Kafka topic, from offset 0, then exit")
     replay.add_argument("--kafka", default=None, help="Kafka bootstrap address")
@@ -91,6 +106,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["kafka_bootstrap_servers"] = args.kafka
     if getattr(args, "topic", None):
         overrides["kafka_topic"] = args.topic
+    if getattr(args, "grpc", None) and args.command in ("run", "serve"):
+        overrides["grpc_address"] = args.grpc
     return load_settings(os.environ, args.config, overrides)
 
 
@@ -168,7 +185,8 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             raise UserError(
                 f"another kgstream process is using {data_dir}",
-                "stop it first; `kgstream status` and `kgstream export` may run beside it",
+                "ask it with `kgstream query ... --grpc HOST:PORT`; "
+                "`kgstream status` and `kgstream export` may run beside it",
             ) from None
         yield
 
@@ -220,17 +238,79 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def command_run(settings: Settings, args: argparse.Namespace) -> int:
-    from kgstream.assembly import build_components
+    from kgstream.assembly import build_components, build_engine
     from kgstream.indexer import RunOptions, run_indexer
 
     with data_dir_lock(settings.data_dir):
         components = build_components(settings)
+        gateway = None
         try:
             source = _live_source(settings, args)
+            if not args.no_serve:
+                engine = build_engine(settings, components.stores, components.embedder)
+                gateway = _start_gateway(settings, engine, components.stores.graph)
             run_indexer(components, source, settings.data_dir, RunOptions(workers=args.workers))
         finally:
+            if gateway is not None:
+                gateway.stop(grace=2)
             components.close()
     return 0
+
+
+def _start_gateway(settings: Settings, engine: Any, graph: Any) -> Any:
+    from kgstream.assembly import serve_gateway
+
+    try:
+        gateway = serve_gateway(settings, engine, graph)
+    except OSError as error:
+        raise UserError(
+            str(error), "is another gateway running there? pass --grpc HOST:PORT (or --no-serve)"
+        ) from None
+    _print_serving(gateway.address)
+    return gateway
+
+
+def _print_serving(address: str) -> None:
+    print(
+        f"kgstream: gateway on {address} (gRPC; health and reflection on)\n"
+        f'  ask:   kgstream query "your question" --grpc {address}\n'
+        "  LLM:   set OPENAI_BASE_URL, OPENAI_API_KEY and KGSTREAM_LLM_MODEL for answers and "
+        "LLM extraction\n"
+        "  stop:  Ctrl-C",
+        flush=True,
+    )
+
+
+def command_serve(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.assembly import build_embedder, build_engine, open_settings_stores
+
+    embedded = not (settings.redis_url and settings.qdrant_url)
+    with data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext():
+        embedder = build_embedder(settings)
+        stores = open_settings_stores(settings, embedder)
+        try:
+            engine = build_engine(settings, stores, embedder)
+            gateway = _start_gateway(settings, engine, stores.graph)
+            try:
+                _wait_for_stop_signal()
+            finally:
+                gateway.stop(grace=2)
+        finally:
+            stores.close()
+    return 0
+
+
+def _wait_for_stop_signal() -> None:
+    """Block until SIGINT or SIGTERM (a container stop)."""
+    import signal
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        return
 
 
 def _live_source(settings: Settings, args: argparse.Namespace) -> Any:
@@ -409,6 +489,63 @@ def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int
     return 0
 
 
+def command_query(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.query_command import build_request, print_result, query_json
+
+    request = build_request(args.question, args.mode, args.top_k)
+    if args.grpc:
+        result, answer = _query_gateway(args.grpc, request, args.context_only, settings)
+    else:
+        result, answer = _query_stores(settings, request, args.context_only)
+    print_result(query_json(result, answer), args.json)
+    return 0
+
+
+def _query_gateway(address: str, request: Any, context_only: bool, settings: Settings) -> Any:
+    import grpc
+
+    from protos.kgstream.v1 import query_pb2_grpc
+
+    metadata = []
+    if settings.grpc_auth_token:
+        metadata.append(("authorization", f"Bearer {settings.grpc_auth_token}"))
+    with grpc.insecure_channel(address) as channel:
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            if context_only:
+                return stub.Retrieve(request, metadata=metadata, timeout=120), None
+            response = stub.Query(request, metadata=metadata, timeout=600)
+            return response.context, response.answer
+        except grpc.RpcError as error:
+            raise UserError(
+                f"the gateway at {address} answered {error.code().name}: {error.details()}",
+                "is `kgstream run` (or `kgstream serve`) running there?",
+            ) from None
+
+
+def _query_stores(settings: Settings, request: Any, context_only: bool) -> Any:
+    from gateway.convert import query_params_from, retrieval_to_proto
+    from gateway.types import InvalidQuery
+    from kgstream.assembly import build_embedder, build_engine, open_settings_stores
+
+    _require_index(settings)
+    embedded = not (settings.redis_url and settings.qdrant_url)
+    with data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext():
+        embedder = build_embedder(settings)
+        stores = open_settings_stores(settings, embedder)
+        try:
+            engine = build_engine(settings, stores, embedder)
+            params = query_params_from(request)
+            if context_only:
+                return retrieval_to_proto(engine.retrieve(params)), None
+            answer = engine.answer(params)
+            return retrieval_to_proto(answer.retrieval), answer.text
+        except InvalidQuery as error:
+            raise UserError(str(error), "see `kgstream query --help`") from None
+        finally:
+            stores.close()
+
+
 COMMANDS = {
     "config": command_config,
     "preview": command_preview,
@@ -418,6 +555,8 @@ COMMANDS = {
     "status": command_status,
     "export": command_export,
     "rebuild-vectors": command_rebuild_vectors,
+    "serve": command_serve,
+    "query": command_query,
 }
 
 

@@ -73,6 +73,9 @@ class Settings:
     # gateway
     grpc_address: str = "127.0.0.1:50051"
     grpc_auth_token: str | None = None
+    # operations
+    metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
+    log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
 
     def __post_init__(self) -> None:
         # Build every option object once so a bad value fails here, by name.

@@ -115,13 +115,13 @@ def test_replay_into_empty_stores_rebuilds_the_live_index(kafka_broker, topic, e
     kafka = ["--kafka", kafka_broker.bootstrap_servers, "--topic", topic]
     live, rebuilt = tmp_path / "live", tmp_path / "rebuilt"
     produce(kafka_broker, topic, [document(i) for i in range(8)])
-    finish(kgstream("run", *kafka, "--data", str(live), "--until-caught-up", env=env))
+    finish(kgstream("run", *kafka, "--data", str(live), "--until-caught-up", "--no-serve", env=env))
     produce(
         kafka_broker,
         topic,
         [document(2, version=1), DocumentDelete("doc-005"), document(9), DocumentDelete("doc-009")],
     )
-    finish(kgstream("run", *kafka, "--data", str(live), "--until-caught-up", env=env))
+    finish(kgstream("run", *kafka, "--data", str(live), "--until-caught-up", "--no-serve", env=env))
     finish(kgstream("replay", *kafka, "--data", str(rebuilt), env=env))
 
     exported = export(live, env)
@@ -148,7 +148,7 @@ def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
     )
     produce(kafka_broker, topic, first_wave)
 
-    running = kgstream("run", *kafka, "--data", str(killed), env=env)
+    running = kgstream("run", *kafka, "--data", str(killed), "--no-serve", env=env)
     wait_until(lambda: processed(killed) == 12, 60, "the first wave to be indexed")
     llm_server.delay_seconds = 0.15
     calls_before = llm_server.chat_calls
@@ -158,7 +158,9 @@ def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
     running.communicate(timeout=30)
     llm_server.delay_seconds = 0.0
 
-    finish(kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", env=env))
+    finish(
+        kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", "--no-serve", env=env)
+    )
     finish(kgstream("replay", *kafka, "--data", str(reference), env=env))
     exported = export(killed, env)
     assert exported == export(reference, env)

@@ -63,7 +63,7 @@ def test_watched_folder_follows_every_file_operation(env, llm_server, tmp_path):
     folder, data = tmp_path / "docs", tmp_path / "data"
     (folder / "team").mkdir(parents=True)
     (folder / "team" / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
-    running = kgstream("run", "--watch", str(folder), "--data", str(data), env=env)
+    running = kgstream("run", "--watch", str(folder), "--data", str(data), "--no-serve", env=env)
 
     def caught_up(step: str) -> None:
         wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, f"the index after {step}")

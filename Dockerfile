@@ -1,0 +1,31 @@
+# kgstream: one image for the indexer (`kgstream run`) and the gateway (`kgstream serve`).
+# Build: docker build -t kgstream .   Run: docker run --rm kgstream --help
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# Runtime dependencies only (no dev extras); the sources are not kept in the image.
+COPY pyproject.toml README.md /tmp/kgstream-src/
+COPY kgstream /tmp/kgstream-src/kgstream
+COPY dataflow /tmp/kgstream-src/dataflow
+COPY connectors /tmp/kgstream-src/connectors
+COPY gateway /tmp/kgstream-src/gateway
+COPY protos /tmp/kgstream-src/protos
+RUN pip install /tmp/kgstream-src && rm -rf /tmp/kgstream-src
+
+# A non-root user; /data (the data directory) is created here so a named volume
+# mounted on it starts out owned by that user.
+RUN useradd --create-home --uid 10001 --user-group kgstream \
+    && mkdir /data \
+    && chown kgstream:kgstream /data
+USER kgstream
+WORKDIR /home/kgstream
+ENV KGSTREAM_DATA_DIR=/data
+
+# 50051: the gRPC gateway.
+EXPOSE 50051
+ENTRYPOINT ["kgstream"]
+CMD ["--help"]

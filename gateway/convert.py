@@ -1,0 +1,255 @@
+"""Protobuf <-> gateway types, in one place, so protobuf never reaches the engine or the core.
+
+Defaults for unset `optional` fields come from `QueryParams` itself (LightRAG's), so
+the proto comments, the engine and this module cannot drift apart on them.
+"""
+
+from __future__ import annotations
+
+from connectors.graph_store import StoredDocument
+from dataflow.core.contributions import EntityRecord, RelationRecord
+from dataflow.core.documents import DocumentStatus
+from gateway.types import (
+    Answer,
+    InvalidQuery,
+    Keywords,
+    Mode,
+    QueryParams,
+    Reference,
+    Retrieval,
+    RetrievedChunk,
+    RetrievedEntity,
+    RetrievedRelation,
+    Turn,
+    Usage,
+)
+from protos.kgstream.v1 import query_pb2 as pb
+
+_DEFAULTS = QueryParams(question="")
+_ROLES = ("user", "assistant")
+
+_MODE_FROM_PROTO: dict[int, Mode] = {
+    pb.QUERY_MODE_UNSPECIFIED: Mode.MIX,
+    pb.QUERY_MODE_LOCAL: Mode.LOCAL,
+    pb.QUERY_MODE_GLOBAL: Mode.GLOBAL,
+    pb.QUERY_MODE_HYBRID: Mode.HYBRID,
+    pb.QUERY_MODE_NAIVE: Mode.NAIVE,
+    pb.QUERY_MODE_MIX: Mode.MIX,
+}
+_MODE_TO_PROTO: dict[Mode, pb.QueryMode] = {
+    Mode.LOCAL: pb.QUERY_MODE_LOCAL,
+    Mode.GLOBAL: pb.QUERY_MODE_GLOBAL,
+    Mode.HYBRID: pb.QUERY_MODE_HYBRID,
+    Mode.NAIVE: pb.QUERY_MODE_NAIVE,
+    Mode.MIX: pb.QUERY_MODE_MIX,
+}
+_STATUS_TO_PROTO: dict[DocumentStatus, pb.DocumentStatus] = {
+    DocumentStatus.PENDING: pb.DOCUMENT_STATUS_PENDING,
+    DocumentStatus.PROCESSING: pb.DOCUMENT_STATUS_PROCESSING,
+    DocumentStatus.PROCESSED: pb.DOCUMENT_STATUS_PROCESSED,
+    DocumentStatus.FAILED: pb.DOCUMENT_STATUS_FAILED,
+}
+_STATUS_FROM_PROTO = {int(value): status for status, value in _STATUS_TO_PROTO.items()}
+
+# `QueryParams` field -> the QueryRequest field a client sets, for error messages.
+_REQUEST_FIELDS = {
+    "doc_ids": "document_filter.doc_ids",
+    "file_path_prefix": "document_filter.file_path_prefix",
+}
+
+
+def request_field(params_field: str) -> str:
+    """The QueryRequest field behind a `QueryParams` field an `InvalidQuery` names."""
+    head, dot, rest = params_field.partition(".")
+    base, bracket, index = head.partition("[")
+    mapped = _REQUEST_FIELDS.get(base, base)
+    return f"{mapped}{bracket}{index}{dot}{rest}"
+
+
+def query_params_from(request: pb.QueryRequest) -> QueryParams:
+    """The engine's parameters for a request; unset optional fields take LightRAG's defaults.
+
+    Checks only what the wire adds (an enum value this server does not know, a
+    history role); ranges and budgets are the engine's `validate`.
+    """
+    mode = _MODE_FROM_PROTO.get(request.mode)
+    if mode is None:
+        raise InvalidQuery(
+            "mode",
+            f"unknown QueryMode value {request.mode}; use one of "
+            "LOCAL, GLOBAL, HYBRID, NAIVE, MIX (or leave unset for MIX)",
+        )
+    history = []
+    for index, turn in enumerate(request.history):
+        if turn.role not in _ROLES:
+            raise InvalidQuery(
+                f"history[{index}].role", f"must be 'user' or 'assistant'; got {turn.role!r}"
+            )
+        history.append(Turn(role=turn.role, content=turn.content))
+    prefix = request.document_filter.file_path_prefix
+    return QueryParams(
+        question=request.question,
+        mode=mode,
+        top_k=_optional(request, "top_k", _DEFAULTS.top_k),
+        chunk_top_k=_optional(request, "chunk_top_k", _DEFAULTS.chunk_top_k),
+        max_entity_tokens=_optional(request, "max_entity_tokens", _DEFAULTS.max_entity_tokens),
+        max_relation_tokens=_optional(
+            request, "max_relation_tokens", _DEFAULTS.max_relation_tokens
+        ),
+        max_total_tokens=_optional(request, "max_total_tokens", _DEFAULTS.max_total_tokens),
+        response_type=request.response_type or _DEFAULTS.response_type,
+        history=tuple(history),
+        user_prompt=request.user_prompt,
+        high_level_keywords=tuple(request.high_level_keywords),
+        low_level_keywords=tuple(request.low_level_keywords),
+        include_references=(
+            request.include_references
+            if request.HasField("include_references")
+            else _DEFAULTS.include_references
+        ),
+        min_index_version=request.min_index_version,
+        doc_ids=tuple(request.document_filter.doc_ids),
+        file_path_prefix=prefix or None,
+    )
+
+
+def _optional(request: pb.QueryRequest, field: str, default: int) -> int:
+    return int(getattr(request, field)) if request.HasField(field) else default
+
+
+def mode_to_proto(mode: Mode) -> pb.QueryMode:
+    return _MODE_TO_PROTO[mode]
+
+
+def entity_to_proto(record: EntityRecord) -> pb.Entity:
+    return pb.Entity(
+        key=record.key,
+        name=record.name,
+        type=record.type,
+        description=record.description,
+        source_chunk_ids=record.source_chunk_ids,
+        file_paths=record.file_paths,
+        doc_ids=record.doc_ids,
+    )
+
+
+def relation_to_proto(record: RelationRecord) -> pb.Relation:
+    return pb.Relation(
+        source=record.source,
+        target=record.target,
+        source_name=record.source_name,
+        target_name=record.target_name,
+        keywords=record.keywords,
+        description=record.description,
+        weight=record.weight,
+        source_chunk_ids=record.source_chunk_ids,
+        file_paths=record.file_paths,
+        doc_ids=record.doc_ids,
+    )
+
+
+def _retrieved_entity(item: RetrievedEntity) -> pb.RetrievedEntity:
+    return pb.RetrievedEntity(
+        entity=entity_to_proto(item.record), score=item.score, degree=item.degree
+    )
+
+
+def _retrieved_relation(item: RetrievedRelation) -> pb.RetrievedRelation:
+    return pb.RetrievedRelation(
+        relation=relation_to_proto(item.record), score=item.score, degree=item.degree
+    )
+
+
+def _retrieved_chunk(item: RetrievedChunk) -> pb.RetrievedChunk:
+    return pb.RetrievedChunk(
+        chunk_id=item.chunk_id,
+        doc_id=item.doc_id,
+        file_path=item.file_path,
+        text=item.text,
+        score=item.score,
+    )
+
+
+def _reference(item: Reference) -> pb.Reference:
+    return pb.Reference(
+        reference_id=item.reference_id, file_path=item.file_path, chunk_ids=item.chunk_ids
+    )
+
+
+def keywords_to_proto(keywords: Keywords) -> pb.Keywords:
+    return pb.Keywords(high_level=keywords.high_level, low_level=keywords.low_level)
+
+
+def retrieval_to_proto(retrieval: Retrieval) -> pb.RetrievalResult:
+    return pb.RetrievalResult(
+        mode=mode_to_proto(retrieval.mode),
+        keywords=keywords_to_proto(retrieval.keywords),
+        entities=[_retrieved_entity(e) for e in retrieval.entities],
+        relations=[_retrieved_relation(r) for r in retrieval.relations],
+        chunks=[_retrieved_chunk(c) for c in retrieval.chunks],
+        references=[_reference(r) for r in retrieval.references],
+        index_version=retrieval.index_version,
+    )
+
+
+def usage_to_proto(usage: Usage) -> pb.Usage:
+    return pb.Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+
+
+def answer_to_proto(answer: Answer) -> pb.QueryResponse:
+    return pb.QueryResponse(
+        answer=answer.text,
+        context=retrieval_to_proto(answer.retrieval),
+        llm_configured=answer.llm_configured,
+        cached=answer.cached,
+        usage=usage_to_proto(answer.usage),
+        index_version=answer.retrieval.index_version,
+    )
+
+
+def context_event(retrieval: Retrieval) -> pb.QueryEvent:
+    return pb.QueryEvent(context=retrieval_to_proto(retrieval))
+
+
+def delta_event(text: str) -> pb.QueryEvent:
+    return pb.QueryEvent(delta=pb.AnswerDelta(text=text))
+
+
+def done_event(usage: Usage, index_version: int, llm_configured: bool) -> pb.QueryEvent:
+    return pb.QueryEvent(
+        done=pb.QueryDone(
+            usage=usage_to_proto(usage),
+            index_version=index_version,
+            llm_configured=llm_configured,
+        )
+    )
+
+
+def status_to_proto(status: DocumentStatus) -> pb.DocumentStatus:
+    return _STATUS_TO_PROTO[status]
+
+
+def status_from_proto(value: int) -> DocumentStatus | None:
+    """None for UNSPECIFIED (every status); ValueError for a value this server does not know."""
+    if value == pb.DOCUMENT_STATUS_UNSPECIFIED:
+        return None
+    status = _STATUS_FROM_PROTO.get(value)
+    if status is None:
+        raise ValueError(f"unknown DocumentStatus value {value}")
+    return status
+
+
+def document_to_proto(stored: StoredDocument) -> pb.Document:
+    record = stored.record
+    return pb.Document(
+        doc_id=record.doc_id,
+        status=status_to_proto(record.status),
+        file_path=record.file_path,
+        content_hash=record.content_hash,
+        chunk_ids=record.chunk_ids,
+        preview=record.preview,
+        length=record.length,
+        reason=record.reason,
+        created_at_ms=round(stored.created_at * 1000),
+        updated_at_ms=round(stored.updated_at * 1000),
+    )

@@ -1,0 +1,425 @@
+"""The query engine: LightRAG's five modes over our stores, answers and an answer cache.
+
+`QueryEngine` is what the gRPC server calls; it knows nothing of protobuf. One call:
+
+1. `validate` the request (errors name the field);
+2. wait for `min_index_version` (read-your-writes) within the deadline, then read the
+   index version once: the `Retrieval` says which version it reflects;
+3. keywords: the request's own, else the `KeywordExtractor` (not for `naive`);
+4. the lanes the mode needs (gateway/retrieval.py), merged and cut by the token budgets
+   (gateway/context.py);
+5. for `answer` / `stream_answer`: LightRAG's rag_response prompt to the chat model.
+
+Answers are cached in memory (LRU) under every request field that shapes them plus the
+index version and the model name, so an answer is never served for an index it was not
+made from. Thread-safe: the server calls one engine from many threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, replace
+
+import redis
+from qdrant_client.http.exceptions import ApiException
+
+from connectors.embeddings import Embedder
+from connectors.llm import ChatClient, DeltaStream, LLMError
+from connectors.stores import Stores
+from dataflow.core.prompts import ChatMessage
+from gateway.context import (
+    TokenCounter,
+    answer_messages,
+    chunk_budget,
+    cut_by_tokens,
+    cut_chunks,
+    entity_line,
+    references_of,
+    relation_line,
+    render_context,
+    round_robin,
+)
+from gateway.keywords import KeywordExtractor
+from gateway.prompts import NO_CONTEXT_ANSWER
+from gateway.retrieval import GraphLane, Scope, global_lane, graph_chunks, local_lane
+from gateway.retrieval import vector_chunks as search_chunks
+from gateway.types import (
+    NO_LLM_ANSWER,
+    Answer,
+    AnswerStream,
+    IndexVersionTimeout,
+    InvalidQuery,
+    Keywords,
+    Mode,
+    QueryParams,
+    Retrieval,
+    StoreUnavailable,
+    Usage,
+)
+
+MAX_TOP_K = 1000
+HISTORY_ROLES = ("user", "assistant")
+_LOCAL_MODES = (Mode.LOCAL, Mode.HYBRID, Mode.MIX)
+_GLOBAL_MODES = (Mode.GLOBAL, Mode.HYBRID, Mode.MIX)
+_CHUNK_MODES = (Mode.NAIVE, Mode.MIX)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """`answer_cache_size`: answers kept (LRU; 0 disables the cache).
+    `version_wait_seconds`: the longest wait for `min_index_version` when the call has no
+    deadline of its own.
+    """
+
+    answer_cache_size: int = 1024
+    version_wait_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.answer_cache_size < 0:
+            raise ValueError(
+                f"EngineOptions.answer_cache_size must be >= 0 (0 disables); "
+                f"got {self.answer_cache_size}"
+            )
+        if not self.version_wait_seconds >= 0:
+            raise ValueError(
+                f"EngineOptions.version_wait_seconds must be >= 0; got {self.version_wait_seconds}"
+            )
+
+
+class AnswerCache:
+    """LRU of answers by key; entries older than the newest index version seen are dropped."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[Hashable, tuple[int, Answer]] = OrderedDict()
+        self._newest_version = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, version: int) -> Answer | None:
+        with self._lock:
+            self._advance(version)
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != version:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: Hashable, version: int, answer: Answer) -> None:
+        if self.capacity == 0:
+            return
+        with self._lock:
+            self._advance(version)
+            if version < self._newest_version:
+                return
+            self._entries[key] = (version, answer)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def _advance(self, version: int) -> None:
+        if version > self._newest_version:
+            self._newest_version = version
+            stale = [key for key, (v, _) in self._entries.items() if v < version]
+            for key in stale:
+                del self._entries[key]
+
+
+class _TextStream:
+    """A finished text as a one-delta stream (cache hits, no LLM, no context).
+
+    `usage` is zero: no model tokens are spent on it.
+    """
+
+    def __init__(self, text: str) -> None:
+        self._text: str | None = text
+        self.usage = Usage()
+
+    def __iter__(self) -> Iterator[str]:
+        while self._text is not None:
+            text, self._text = self._text, None
+            yield text
+
+    def close(self) -> None:
+        self._text = None
+
+
+class _LLMStream:
+    """The chat model's deltas; once the stream ends normally, `usage` is set and the full
+    answer goes to `on_complete` (the answer cache). A closed stream caches nothing."""
+
+    def __init__(self, deltas: DeltaStream, on_complete: Callable[[str], Usage]) -> None:
+        self._deltas = deltas
+        self._on_complete = on_complete
+        self._parts: list[str] = []
+        self._closed = False
+        self.usage = Usage()
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            for delta in self._deltas:
+                self._parts.append(delta)
+                yield delta
+        except LLMError:
+            if self._closed:  # a read cut short by close() from another thread
+                return
+            raise
+        if not self._closed:
+            self.usage = self._on_complete("".join(self._parts))
+
+    def close(self) -> None:
+        """Close the HTTP stream. A read blocked in another thread ends with the next
+        bytes from the server (closing a socket does not wake a blocked read)."""
+        self._closed = True
+        self._deltas.close()
+
+
+def _has_context(retrieval: Retrieval) -> bool:
+    return bool(retrieval.entities or retrieval.relations or retrieval.chunks)
+
+
+def validate(params: QueryParams) -> None:
+    """Raise `InvalidQuery` naming the first field the engine cannot run with."""
+    if not isinstance(params.mode, Mode):
+        raise InvalidQuery("mode", f"must be one of {[m.value for m in Mode]}; got {params.mode!r}")
+    keywords = [k for k in (*params.high_level_keywords, *params.low_level_keywords) if k.strip()]
+    if not params.question.strip() and not keywords:
+        raise InvalidQuery("question", "is empty; ask a question or pass high/low-level keywords")
+    for name in ("top_k", "chunk_top_k"):
+        value = getattr(params, name)
+        if not 1 <= value <= MAX_TOP_K:
+            raise InvalidQuery(name, f"must be between 1 and {MAX_TOP_K}; got {value}")
+    for name in ("max_entity_tokens", "max_relation_tokens", "max_total_tokens"):
+        value = getattr(params, name)
+        if value < 1:
+            raise InvalidQuery(name, f"must be a token budget >= 1; got {value}")
+    for index, turn in enumerate(params.history):
+        if turn.role not in HISTORY_ROLES:
+            raise InvalidQuery(
+                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {turn.role!r}"
+            )
+    if params.min_index_version < 0:
+        raise InvalidQuery(
+            "min_index_version", f"must be >= 0 (0: do not wait); got {params.min_index_version}"
+        )
+    for index, doc_id in enumerate(params.doc_ids):
+        if not doc_id:
+            raise InvalidQuery(f"doc_ids[{index}]", "is empty; pass document ids or none")
+    prefix = params.file_path_prefix
+    if prefix is not None and not prefix.strip("/"):
+        raise InvalidQuery(
+            "file_path_prefix", f"must name a file or directory; got {prefix!r} (omit it for all)"
+        )
+
+
+class QueryEngine:
+    """Retrieval and answers over one workspace's stores (see the module docstring).
+
+    `deadline` arguments are absolute `time.monotonic()` seconds (None: no deadline; the
+    version wait is then bounded by `EngineOptions.version_wait_seconds`). `llm` None
+    means no answers: `answer` returns `NO_LLM_ANSWER` with the retrieved context.
+    """
+
+    def __init__(
+        self,
+        stores: Stores,
+        embedder: Embedder,
+        tokenizer: TokenCounter,
+        keywords: KeywordExtractor,
+        llm: ChatClient | None = None,
+        options: EngineOptions | None = None,
+    ) -> None:
+        self.stores = stores
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.keywords = keywords
+        self.llm = llm
+        self.options = options or EngineOptions()
+        self.answer_cache = AnswerCache(self.options.answer_cache_size)
+
+    validate = staticmethod(validate)
+
+    # ------------------------------------------------------------------ public API
+
+    def retrieve(self, params: QueryParams, deadline: float | None = None) -> Retrieval:
+        validate(params)
+        with self._reading_stores():
+            version = self._await_version(params.min_index_version, deadline)
+            return self._retrieve_at(params, version)
+
+    def answer(self, params: QueryParams, deadline: float | None = None) -> Answer:
+        validate(params)
+        with self._reading_stores():
+            version = self._await_version(params.min_index_version, deadline)
+            key = self._cache_key(params, version)
+            cached = self.answer_cache.get(key, version) if key is not None else None
+            if cached is not None:
+                return replace(cached, cached=True, usage=Usage())
+            retrieval = self._retrieve_at(params, version)
+        llm = self.llm
+        if llm is None or not _has_context(retrieval):
+            return self._fixed_answer(retrieval)
+        messages = self.messages(params, retrieval)
+        text = llm.complete(messages)
+        answer = Answer(
+            retrieval=retrieval,
+            text=text,
+            llm_configured=True,
+            cached=False,
+            usage=self._usage(messages, text),
+        )
+        if key is not None:
+            self.answer_cache.put(key, version, answer)
+        return answer
+
+    def stream_answer(
+        self, params: QueryParams, deadline: float | None = None
+    ) -> tuple[Retrieval, AnswerStream]:
+        """The retrieval at once, then the answer's deltas; close the stream to stop the LLM."""
+        validate(params)
+        with self._reading_stores():
+            version = self._await_version(params.min_index_version, deadline)
+            key = self._cache_key(params, version)
+            cached = self.answer_cache.get(key, version) if key is not None else None
+            if cached is not None:
+                return cached.retrieval, _TextStream(cached.text)
+            retrieval = self._retrieve_at(params, version)
+        llm = self.llm
+        if llm is None or not _has_context(retrieval):
+            return retrieval, _TextStream(self._fixed_answer(retrieval).text)
+        messages = self.messages(params, retrieval)
+        deltas = llm.stream(messages)
+
+        def remember(text: str) -> Usage:
+            usage = self._usage(messages, text)
+            if key is not None:
+                self.answer_cache.put(key, version, Answer(retrieval, text, True, False, usage))
+            return usage
+
+        return retrieval, _LLMStream(deltas, remember)
+
+    def messages(self, params: QueryParams, retrieval: Retrieval) -> tuple[ChatMessage, ...]:
+        """The answer prompt for `retrieval` (LightRAG's rag_response with its context)."""
+        return answer_messages(params, self.context_text(retrieval))
+
+    @staticmethod
+    def context_text(retrieval: Retrieval) -> str:
+        """The context block the LLM sees: entities, relations, chunks, references."""
+        return render_context(
+            retrieval.entities,
+            retrieval.relations,
+            retrieval.chunks,
+            references_of(retrieval.chunks),
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _retrieve_at(self, params: QueryParams, version: int) -> Retrieval:
+        keywords = self._keywords_for(params)
+        scope = Scope(params.doc_ids, params.file_path_prefix)
+        low = ", ".join(keywords.low_level) if params.mode in _LOCAL_MODES else ""
+        high = ", ".join(keywords.high_level) if params.mode in _GLOBAL_MODES else ""
+        question = params.question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
+        wanted = question if params.mode in _CHUNK_MODES else ""
+        texts = list(dict.fromkeys(text for text in (low, high, wanted) if text))
+        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
+
+        local = local_lane(self.stores, vectors[low], params.top_k, scope) if low else GraphLane()
+        far = global_lane(self.stores, vectors[high], params.top_k, scope) if high else GraphLane()
+        entities = round_robin([local.entities, far.entities], key=lambda e: e.record.key)
+        relations = round_robin([local.relations, far.relations], key=lambda r: r.record.pair)
+        entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
+        relations = cut_by_tokens(
+            relations, relation_line, params.max_relation_tokens, self.tokenizer
+        )
+
+        from_vectors = (
+            search_chunks(self.stores, vectors[wanted], params.chunk_top_k, scope) if wanted else []
+        )
+        from_entities, from_relations = graph_chunks(
+            self.stores, entities, relations, params.chunk_top_k, scope
+        )
+        chunks = round_robin(
+            [from_vectors, from_entities, from_relations], key=lambda c: c.chunk_id
+        )[: params.chunk_top_k]
+        budget = chunk_budget(params, entities, relations, self.tokenizer)
+        chunks = cut_chunks(chunks, budget, self.tokenizer)
+        return Retrieval(
+            mode=params.mode,
+            keywords=keywords,
+            entities=tuple(entities),
+            relations=tuple(relations),
+            chunks=tuple(chunks),
+            references=references_of(chunks) if params.include_references else (),
+            index_version=version,
+        )
+
+    def _keywords_for(self, params: QueryParams) -> Keywords:
+        given = Keywords(
+            high_level=tuple(k.strip() for k in params.high_level_keywords if k.strip()),
+            low_level=tuple(k.strip() for k in params.low_level_keywords if k.strip()),
+        )
+        if given.high_level or given.low_level:
+            return given
+        if params.mode is Mode.NAIVE:
+            return given
+        found = self.keywords.extract(params.question)
+        if not found.high_level and not found.low_level:
+            return Keywords(high_level=(), low_level=(params.question.strip(),))
+        return found
+
+    def _await_version(self, minimum: int, deadline: float | None) -> int:
+        graph = self.stores.graph
+        if minimum <= 0:
+            return graph.version()
+        if deadline is None:
+            timeout = self.options.version_wait_seconds
+        else:
+            timeout = max(0.0, deadline - time.monotonic())
+        try:
+            return graph.wait_for_version(minimum, timeout)
+        except TimeoutError as exc:
+            raise IndexVersionTimeout(
+                f"min_index_version {minimum} not reached within {timeout:.3g} s "
+                f"(index is at version {graph.version()}); the indexer may be behind: "
+                "retry later or allow a longer deadline"
+            ) from exc
+
+    def _cache_key(self, params: QueryParams, version: int) -> Hashable | None:
+        if self.llm is None or self.answer_cache.capacity == 0:
+            return None
+        # repr, not the dataclass itself: callers may build params with lists (unhashable).
+        return (repr(replace(params, min_index_version=0)), version, self.llm.options.model)
+
+    def _fixed_answer(self, retrieval: Retrieval) -> Answer:
+        """The answer made without an LLM call: none is configured, or nothing was retrieved
+        (LightRAG's fail_response; asking a model about an empty context invites invention)."""
+        text = NO_LLM_ANSWER if self.llm is None else NO_CONTEXT_ANSWER
+        return Answer(retrieval, text, self.llm is not None, False, Usage())
+
+    def _usage(self, messages: tuple[ChatMessage, ...], text: str) -> Usage:
+        """Token counts by the local tokenizer (the chat client does not report usage)."""
+        prompt = sum(self.tokenizer.count(message.content) for message in messages)
+        return Usage(prompt_tokens=prompt, completion_tokens=self.tokenizer.count(text))
+
+    @contextlib.contextmanager
+    def _reading_stores(self) -> Iterator[None]:
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise StoreUnavailable(
+                f"graph store (Redis, workspace {self.stores.graph.workspace!r}) is "
+                f"unreachable: {exc}; check that Redis runs at the configured URL"
+            ) from exc
+        except ApiException as exc:
+            raise StoreUnavailable(
+                f"vector store (Qdrant) request failed: {exc}; check that Qdrant runs at "
+                "the configured URL"
+            ) from exc

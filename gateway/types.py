@@ -1,0 +1,146 @@
+"""The query engine's vocabulary, independent of gRPC (gateway/server.py converts).
+
+Defaults are LightRAG's (QueryParam): top_k 40, chunk_top_k 20, entity tokens
+6000, relation tokens 8000, total tokens 30000, mode mix.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from dataflow.core.contributions import EntityRecord, RelationRecord
+
+
+class Mode(enum.Enum):
+    LOCAL = "local"
+    GLOBAL = "global"
+    HYBRID = "hybrid"
+    NAIVE = "naive"
+    MIX = "mix"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of conversation history."""
+
+    role: str  # "user" or "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class QueryParams:
+    question: str
+    mode: Mode = Mode.MIX
+    top_k: int = 40
+    chunk_top_k: int = 20
+    max_entity_tokens: int = 6000
+    max_relation_tokens: int = 8000
+    max_total_tokens: int = 30000
+    response_type: str = "Multiple Paragraphs"
+    history: tuple[Turn, ...] = ()
+    user_prompt: str = ""
+    high_level_keywords: tuple[str, ...] = ()
+    low_level_keywords: tuple[str, ...] = ()
+    include_references: bool = True
+    min_index_version: int = 0
+    doc_ids: tuple[str, ...] = ()
+    file_path_prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class Keywords:
+    high_level: tuple[str, ...]
+    low_level: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RetrievedEntity:
+    record: EntityRecord
+    score: float  # vector similarity of the best keyword match (0 when reached via a relation)
+    degree: int
+
+
+@dataclass(frozen=True)
+class RetrievedRelation:
+    record: RelationRecord
+    score: float
+    degree: int  # edge degree: sum of the endpoints' degrees
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    chunk_id: str
+    doc_id: str
+    file_path: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A source the context drew on, in rank order (LightRAG's reference list)."""
+
+    reference_id: int
+    file_path: str
+    chunk_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The context of one question: what `Retrieve` returns and `Query` answers from."""
+
+    mode: Mode
+    keywords: Keywords
+    entities: tuple[RetrievedEntity, ...]
+    relations: tuple[RetrievedRelation, ...]
+    chunks: tuple[RetrievedChunk, ...]
+    references: tuple[Reference, ...]
+    index_version: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    retrieval: Retrieval
+    text: str
+    llm_configured: bool
+    cached: bool
+    usage: Usage
+
+
+NO_LLM_ANSWER = (
+    "No LLM is configured, so kgstream returns the retrieved context without an answer. "
+    "Set OPENAI_BASE_URL (and OPENAI_API_KEY, KGSTREAM_LLM_MODEL) to get answers."
+)
+
+
+class AnswerStream(Protocol):
+    """Answer text deltas; closing it stops the LLM call."""
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def close(self) -> None: ...
+
+
+class InvalidQuery(ValueError):
+    """A request the engine cannot run; `field` names the culprit (-> INVALID_ARGUMENT)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class StoreUnavailable(RuntimeError):
+    """The stores cannot be reached (-> UNAVAILABLE)."""
+
+
+class IndexVersionTimeout(TimeoutError):
+    """`min_index_version` was not reached before the deadline (-> DEADLINE_EXCEEDED)."""

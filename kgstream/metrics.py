@@ -1,0 +1,175 @@
+"""Prometheus metrics for the indexer and the gateway.
+
+Every `Metrics` owns its own `CollectorRegistry` instead of the process-global
+one, so tests (and a process running both the indexer and the gateway) can hold
+several side by side without "duplicated timeseries" errors. Label sets that are
+closed (LLM call kinds, document statuses) are created up front, so their
+series read 0 from the start instead of appearing only after the first event:
+Prometheus rates and alerts over a series that does not exist yet are silent.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    start_http_server,
+)
+
+from dataflow.core.documents import DocumentStatus
+
+NAMESPACE = "kgstream"
+LLM_CALL_KINDS = ("extract", "summary", "answer", "keywords")
+# Event time to visible in query results: the goal is under a second, LLM time aside.
+FRESHNESS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
+QUERY_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """The metric families kgstream exports, in one private registry.
+
+    Use the attributes directly (`metrics.events_in.labels(source="kafka").inc()`);
+    they are plain prometheus-client objects.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry, ns = self.registry, NAMESPACE
+        self.events_in = Counter(
+            "events_in",
+            "Document-change events read, by source (kafka, folder, ingest).",
+            ["source"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.documents_by_status = Gauge(
+            "documents_by_status",
+            "Documents currently in each status.",
+            ["status"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.chunks_extracted = Counter(
+            "chunks_extracted",
+            "Chunks sent through entity and relation extraction.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.llm_calls = Counter(
+            "llm_calls",
+            "LLM calls made, by kind (extract, summary, answer, keywords); cache hits excluded.",
+            ["kind"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.llm_cache_hits = Counter(
+            "llm_cache_hits",
+            "LLM calls answered from the cache instead of the endpoint.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.embedding_calls = Counter(
+            "embedding_calls",
+            "Embedding batches computed.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.failures = Counter(
+            "failures",
+            "Failures, by kind of reason (e.g. too_large, not_utf8, llm_error).",
+            ["reason_kind"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.index_version = Gauge(
+            "index_version",
+            "The index version queries currently see.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.consumer_lag = Gauge(
+            "consumer_lag",
+            "Kafka messages between the consumer's position and the partition end.",
+            ["partition"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.freshness_seconds = Histogram(
+            "freshness_seconds",
+            "Seconds from a document event's time to its changes being visible to queries.",
+            namespace=ns,
+            registry=registry,
+            buckets=FRESHNESS_BUCKETS,
+        )
+        self.query_latency_seconds = Histogram(
+            "query_latency_seconds",
+            "Gateway query latency, by retrieval mode.",
+            ["mode"],
+            namespace=ns,
+            registry=registry,
+            buckets=QUERY_LATENCY_BUCKETS,
+        )
+        self.dead_letters = Counter(
+            "dead_letters",
+            "Events that could not be decoded and were set aside.",
+            namespace=ns,
+            registry=registry,
+        )
+        for kind in LLM_CALL_KINDS:
+            self.llm_calls.labels(kind=kind)
+        for status in DocumentStatus:
+            self.documents_by_status.labels(status=status.value)
+
+    def exposition(self) -> bytes:
+        """The registry in the Prometheus text format (what GET /metrics returns)."""
+        return generate_latest(self.registry)
+
+
+@dataclass(frozen=True)
+class MetricsServer:
+    """A running /metrics HTTP server; `stop()` releases its port."""
+
+    host: str
+    port: int
+    _httpd: WSGIServer
+    _thread: threading.Thread
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+
+def parse_metrics_address(address: str) -> tuple[str, int]:
+    """Split `HOST:PORT` (or `[IPv6]:PORT`) and check the port, naming the setting."""
+    host, sep, port_text = address.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(
+            f"metrics_address = {address!r} is not HOST:PORT with a port from 0 to 65535; "
+            "set KGSTREAM_METRICS_ADDRESS like 127.0.0.1:9100 (port 0 picks a free port)"
+        )
+    return host, int(port_text)
+
+
+def start_metrics_server(address: str, metrics: Metrics) -> MetricsServer:
+    """Serve `metrics` at http://HOST:PORT/metrics from a daemon thread.
+
+    Port 0 binds an ephemeral port; the returned server's `port` says which.
+    """
+    host, port = parse_metrics_address(address)
+    try:
+        httpd, thread = start_http_server(port, addr=host, registry=metrics.registry)
+    except OSError as error:
+        raise OSError(
+            f"cannot serve metrics on {address}: {error}; "
+            "choose another KGSTREAM_METRICS_ADDRESS or stop what holds the port"
+        ) from error
+    return MetricsServer(host=host, port=httpd.server_port, _httpd=httpd, _thread=thread)

@@ -1,0 +1,393 @@
+"""The query engine's retrieval over a corpus indexed by the real dataflow (real Redis,
+Qdrant Edge, local MiniLM): modes, merging, budgets, references, filters, versions."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+
+import pytest
+
+from connectors.graph_store import GraphBatch, GraphStore
+from connectors.stores import Stores
+from gateway.context import chunk_budget, chunk_line, entity_line, reference_line, relation_line
+from gateway.engine import AnswerCache, QueryEngine
+from gateway.keywords import OfflineKeywordExtractor
+from gateway.retrieval import Scope, graph_chunks
+from gateway.types import (
+    Answer,
+    IndexVersionTimeout,
+    InvalidQuery,
+    Keywords,
+    Mode,
+    QueryParams,
+    Reference,
+    StoreUnavailable,
+    Turn,
+    Usage,
+)
+from tests.dataflow.harness import TOKENIZER
+from tests.gateway.corpus import build_corpus
+
+LEADER = "Who leads the Atlas Project?"
+LEADER_CHUNK = "Carla Diaz leads the Atlas Project at Northwind Labs."
+PARTNER_CHUNK = "Northwind Labs partnered with Helios Corp on renewable energy storage."
+
+
+@pytest.fixture(scope="module")
+def corpus(redis_server, tmp_path_factory):
+    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-corpus"))
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def engine(corpus):
+    return QueryEngine(corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
+
+
+def keys(retrieval):
+    return [entity.record.key for entity in retrieval.entities]
+
+
+def pairs(retrieval):
+    return [relation.record.pair for relation in retrieval.relations]
+
+
+def texts(retrieval):
+    return [chunk.text for chunk in retrieval.chunks]
+
+
+# -- modes ---------------------------------------------------------------------------------
+
+
+def test_local_mode_finds_the_project_its_leader_their_relation_and_the_chunk(engine):
+    retrieval = engine.retrieve(QueryParams(LEADER, mode=Mode.LOCAL, top_k=3, chunk_top_k=3))
+
+    assert retrieval.keywords == Keywords(high_level=("leads",), low_level=("Atlas Project",))
+    assert set(keys(retrieval)[:2]) == {"atlas project", "carla diaz"}
+    scores = [entity.score for entity in retrieval.entities]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+    assert ("atlas project", "carla diaz") in pairs(retrieval)
+    ranks = [(r.degree, r.record.weight) for r in retrieval.relations]
+    assert ranks == sorted(ranks, reverse=True)
+    assert all(r.score == 0.0 for r in retrieval.relations)  # reached through the graph
+    assert retrieval.chunks[0].text == LEADER_CHUNK
+    assert {chunk.file_path for chunk in retrieval.chunks} == {"projects/atlas.md"}
+
+
+def test_local_chunks_are_ranked_by_how_many_retrieved_items_cite_them(engine):
+    retrieval = engine.retrieve(
+        QueryParams("", mode=Mode.LOCAL, top_k=2, low_level_keywords=("Carla Diaz",))
+    )
+    cited = {}
+    for item in (*retrieval.entities, *retrieval.relations):
+        for chunk_id in item.record.source_chunk_ids:
+            cited[chunk_id] = cited.get(chunk_id, 0) + 1
+    counts = [cited[chunk.chunk_id] for chunk in retrieval.chunks]
+    assert counts == sorted(counts, reverse=True)
+    assert texts(retrieval)[0] == LEADER_CHUNK  # cited by both entities and all relations
+
+
+def test_global_mode_finds_the_partnership_for_a_thematic_question(engine):
+    question = "Which companies work on renewable energy?"
+    retrieval = engine.retrieve(QueryParams(question, mode=Mode.GLOBAL, top_k=2))
+
+    assert retrieval.keywords.high_level == ("companies work", "renewable energy")
+    assert pairs(retrieval) == [
+        ("helios corp", "northwind labs"),
+        ("helios corp", "oslo climate fund"),
+    ]
+    scores = [relation.score for relation in retrieval.relations]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+    assert keys(retrieval) == ["helios corp", "northwind labs", "oslo climate fund"]
+    assert PARTNER_CHUNK in texts(retrieval)
+
+
+def test_naive_mode_returns_the_answering_chunk_first_and_no_graph(engine):
+    retrieval = engine.retrieve(QueryParams(LEADER, mode=Mode.NAIVE, chunk_top_k=2))
+
+    assert texts(retrieval)[0] == LEADER_CHUNK
+    assert len(retrieval.chunks) == 2
+    assert retrieval.entities == () and retrieval.relations == ()
+    assert retrieval.keywords == Keywords(high_level=(), low_level=())
+    assert retrieval.chunks[0].score > retrieval.chunks[1].score > 0
+
+
+def test_mix_mode_interleaves_naive_chunks_with_graph_chunks(engine):
+    # The question's vector finds bread; the explicit low-level keyword finds Atlas.
+    given = {"low_level_keywords": ("Atlas Project",), "high_level_keywords": ("leadership",)}
+    question = "How is sourdough bread baked?"
+    naive = engine.retrieve(QueryParams(question, mode=Mode.NAIVE, chunk_top_k=4))
+    mix = engine.retrieve(QueryParams(question, mode=Mode.MIX, top_k=2, chunk_top_k=4, **given))
+
+    assert {c.file_path for c in naive.chunks[:2]} == {"kitchen/bread.md"}
+    assert mix.chunks[0] == naive.chunks[0]  # the vector lane leads the round-robin
+    assert mix.chunks[1].file_path == "projects/atlas.md"  # then the entity lane
+    assert mix.chunks[1].chunk_id not in {c.chunk_id for c in naive.chunks[:2]}
+    assert naive.chunks[1] in mix.chunks
+    assert len(mix.chunks) == 4  # chunk_top_k bounds the merged list
+    assert {"atlas project"} <= set(keys(mix)) and mix.relations
+
+
+def test_hybrid_interleaves_local_and_global_results_without_duplicates(engine):
+    given = {"low_level_keywords": ("Atlas Project",), "high_level_keywords": ("funding",)}
+    local = engine.retrieve(QueryParams("", mode=Mode.LOCAL, top_k=3, **given))
+    far = engine.retrieve(QueryParams("", mode=Mode.GLOBAL, top_k=3, **given))
+    hybrid = engine.retrieve(QueryParams("", mode=Mode.HYBRID, top_k=3, **given))
+
+    def interleave(a, b):
+        merged = []
+        for i in range(max(len(a), len(b))):
+            for side in (a, b):
+                if i < len(side) and side[i] not in merged:
+                    merged.append(side[i])
+        return merged
+
+    assert keys(hybrid) == interleave(keys(local), keys(far))
+    assert pairs(hybrid) == interleave(pairs(local), pairs(far))
+    best = {e.record.key: e.score for e in (*local.entities, *far.entities) if e.score > 0}
+    for entity in hybrid.entities:  # a duplicate keeps its vector similarity
+        assert entity.score == best.get(entity.record.key, 0.0)
+
+
+def test_explicit_keywords_skip_extraction_and_are_reported(engine):
+    params = QueryParams(LEADER, mode=Mode.LOCAL, top_k=1, low_level_keywords=(" Lisbon ",))
+    retrieval = engine.retrieve(params)
+    assert retrieval.keywords == Keywords(high_level=(), low_level=("Lisbon",))
+    assert keys(retrieval) == ["lisbon"]
+
+
+# -- budgets and references ----------------------------------------------------------------
+
+
+def test_entity_and_relation_budgets_keep_the_longest_prefix_that_fits(engine):
+    params = QueryParams(LEADER, mode=Mode.HYBRID, top_k=5)
+    full = engine.retrieve(params)
+    entity_costs = [TOKENIZER.count(entity_line(e)) for e in full.entities]
+    relation_costs = [TOKENIZER.count(relation_line(r)) for r in full.relations]
+    assert len(entity_costs) >= 4 and len(relation_costs) >= 4
+
+    tight = engine.retrieve(
+        dataclasses.replace(
+            params,
+            max_entity_tokens=sum(entity_costs[:3]) + entity_costs[3] - 1,
+            max_relation_tokens=sum(relation_costs[:2]),
+        )
+    )
+    assert tight.entities == full.entities[:3]
+    assert tight.relations == full.relations[:2]
+
+    nothing = engine.retrieve(dataclasses.replace(params, max_entity_tokens=1))
+    assert nothing.entities == ()
+
+
+def test_round_robin_keeps_every_chunk_source_when_the_total_budget_is_tight(engine, corpus):
+    # The question's vector finds bread, the keywords find Atlas and Helios: room for
+    # three chunks keeps the best of each source (vector, entity, relation chunks) where
+    # concatenating the sources would have spent it all on bread.
+    params = QueryParams(
+        "How is sourdough bread baked?",
+        mode=Mode.MIX,
+        top_k=2,
+        chunk_top_k=3,
+        low_level_keywords=("Atlas Project",),
+        high_level_keywords=("climate research funding",),
+    )
+    full = engine.retrieve(params)
+    vector = engine.retrieve(dataclasses.replace(params, mode=Mode.NAIVE)).chunks
+    from_entities, from_relations = graph_chunks(
+        corpus.stores, full.entities, full.relations, params.chunk_top_k, Scope()
+    )
+    firsts = [vector[0], from_entities[0], from_relations[0]]
+    assert vector[1].file_path == "kitchen/bread.md"
+    assert len({chunk.chunk_id for chunk in firsts}) == 3
+
+    fixed = params.max_total_tokens - chunk_budget(params, full.entities, full.relations, TOKENIZER)
+    numbers = {}
+    cost = 0
+    for chunk in firsts:
+        if chunk.file_path not in numbers:
+            numbers[chunk.file_path] = len(numbers) + 1
+            cost += TOKENIZER.count(reference_line(Reference(len(numbers), chunk.file_path, ())))
+        cost += TOKENIZER.count(chunk_line(numbers[chunk.file_path], chunk))
+
+    tight = engine.retrieve(dataclasses.replace(params, max_total_tokens=fixed + cost))
+    assert [c.chunk_id for c in tight.chunks] == [c.chunk_id for c in firsts]
+    assert tight.chunks[0].score > 0  # the vector chunk keeps its similarity
+    tighter = engine.retrieve(dataclasses.replace(params, max_total_tokens=fixed + cost - 1))
+    assert [c.chunk_id for c in tighter.chunks] == [c.chunk_id for c in firsts[:2]]
+
+
+def test_references_number_distinct_files_in_chunk_rank_order(engine):
+    retrieval = engine.retrieve(QueryParams(LEADER, mode=Mode.MIX, top_k=3, chunk_top_k=3))
+
+    files = list(dict.fromkeys(chunk.file_path for chunk in retrieval.chunks))
+    assert [r.file_path for r in retrieval.references] == files
+    assert [r.reference_id for r in retrieval.references] == list(range(1, len(files) + 1))
+    for reference in retrieval.references:
+        assert reference.chunk_ids == tuple(
+            c.chunk_id for c in retrieval.chunks if c.file_path == reference.file_path
+        )
+    context = engine.context_text(retrieval)
+    assert f"[1] {files[0]}" in context
+    assert '{"reference_id": "1", "content": "' + LEADER_CHUNK + '"}' in context
+
+    hidden = engine.retrieve(
+        QueryParams(LEADER, mode=Mode.MIX, top_k=3, chunk_top_k=3, include_references=False)
+    )
+    assert hidden.references == () and hidden.chunks == retrieval.chunks
+
+
+# -- filters -------------------------------------------------------------------------------
+
+
+def test_doc_filter_restricts_vector_hits_and_graph_expansion(engine):
+    retrieval = engine.retrieve(QueryParams(LEADER, top_k=5, doc_ids=("kitchen/bread.md",)))
+
+    assert retrieval.entities and retrieval.chunks
+    assert all("kitchen/bread.md" in e.record.doc_ids for e in retrieval.entities)
+    assert all("kitchen/bread.md" in r.record.doc_ids for r in retrieval.relations)
+    assert {chunk.doc_id for chunk in retrieval.chunks} == {"kitchen/bread.md"}
+
+
+def test_path_prefix_drops_chunks_of_shared_entities_from_other_folders(engine):
+    retrieval = engine.retrieve(
+        QueryParams("Northwind Labs", mode=Mode.LOCAL, top_k=3, file_path_prefix="companies/")
+    )
+    assert "northwind labs" in keys(retrieval)  # also cited by projects/atlas.md
+    assert retrieval.chunks
+    assert all(chunk.file_path.startswith("companies/") for chunk in retrieval.chunks)
+    assert all(
+        any(path.startswith("companies/") for path in r.record.file_paths)
+        for r in retrieval.relations
+    )
+
+
+def test_empty_index_gives_an_empty_retrieval(redis_server, tmp_path):
+    empty = build_corpus(redis_server.url, tmp_path, documents={})
+    try:
+        engine = QueryEngine(empty.stores, empty.embedder, TOKENIZER, OfflineKeywordExtractor())
+        for mode in Mode:
+            retrieval = engine.retrieve(QueryParams(LEADER, mode=mode))
+            assert (retrieval.entities, retrieval.relations, retrieval.chunks) == ((), (), ())
+            assert retrieval.references == () and retrieval.index_version == 0
+    finally:
+        empty.close()
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"question": "  "}, "question"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 1001}, "top_k"),
+        ({"chunk_top_k": 0}, "chunk_top_k"),
+        ({"max_entity_tokens": 0}, "max_entity_tokens"),
+        ({"max_relation_tokens": -5}, "max_relation_tokens"),
+        ({"max_total_tokens": 0}, "max_total_tokens"),
+        ({"history": (Turn("user", "hi"), Turn("system", "obey"))}, "history[1].role"),
+        ({"min_index_version": -1}, "min_index_version"),
+        ({"file_path_prefix": "/"}, "file_path_prefix"),
+        ({"doc_ids": ("a.md", "")}, "doc_ids[1]"),
+    ],
+)
+def test_invalid_requests_name_the_field(engine, change, field):
+    params = dataclasses.replace(QueryParams(LEADER), **change)
+    with pytest.raises(InvalidQuery) as raised:
+        engine.retrieve(params)
+    assert raised.value.field == field
+    assert str(raised.value).startswith(f"{field}: ")
+
+
+def test_keywords_alone_are_a_valid_request(engine):
+    retrieval = engine.retrieve(
+        QueryParams("", mode=Mode.MIX, top_k=2, low_level_keywords=("Carla Diaz",))
+    )
+    assert "carla diaz" in keys(retrieval)
+
+
+# -- index versions and store failures -----------------------------------------------------
+
+
+class SignallingGraphStore(GraphStore):
+    """A real GraphStore that says when a reader starts waiting for a version."""
+
+    waiting = threading.Event()
+
+    def wait_for_version(self, version, timeout_seconds, poll_interval_seconds=0.005):
+        self.waiting.set()
+        return super().wait_for_version(version, timeout_seconds, poll_interval_seconds)
+
+
+def test_min_index_version_waits_for_a_write_made_during_the_call(corpus, redis_server):
+    graph = SignallingGraphStore.from_url(redis_server.url, corpus.stores.graph.workspace)
+    engine = QueryEngine(
+        Stores(graph, corpus.stores.vectors), corpus.embedder, TOKENIZER, OfflineKeywordExtractor()
+    )
+    target = corpus.stores.graph.version() + 1
+
+    def write_once_the_reader_waits():
+        if graph.waiting.wait(timeout=10):
+            corpus.stores.graph.apply(GraphBatch())
+
+    writer = threading.Thread(target=write_once_the_reader_waits)
+    writer.start()
+    try:
+        retrieval = engine.retrieve(
+            QueryParams(LEADER, min_index_version=target), deadline=time.monotonic() + 10
+        )
+    finally:
+        writer.join(timeout=10)
+        graph.close()
+    assert graph.waiting.is_set()
+    assert retrieval.index_version >= target
+    assert retrieval.entities
+
+
+def test_min_index_version_not_reached_by_the_deadline_times_out(engine, corpus):
+    ahead = corpus.stores.graph.version() + 100
+    started = time.monotonic()
+    with pytest.raises(IndexVersionTimeout, match=f"min_index_version {ahead}"):
+        engine.retrieve(QueryParams(LEADER, min_index_version=ahead), deadline=started + 0.05)
+    assert time.monotonic() - started < 2
+
+
+def test_every_retrieval_reports_the_version_it_read(engine, corpus):
+    assert engine.retrieve(QueryParams(LEADER)).index_version == corpus.stores.graph.version()
+
+
+def test_unreachable_redis_is_reported_as_store_unavailable(corpus):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    graph = GraphStore.from_url(f"redis://127.0.0.1:{port}/0", "down")
+    engine = QueryEngine(
+        Stores(graph, corpus.stores.vectors), corpus.embedder, TOKENIZER, OfflineKeywordExtractor()
+    )
+    with pytest.raises(StoreUnavailable, match="Redis"):
+        engine.retrieve(QueryParams(LEADER))
+    graph.close()
+
+
+# -- the answer cache as a unit ------------------------------------------------------------
+
+
+def test_answer_cache_forgets_older_versions_and_evicts_least_recently_used(engine):
+    retrieval = engine.retrieve(QueryParams(LEADER, mode=Mode.NAIVE, chunk_top_k=1))
+    answer = Answer(retrieval, "text", True, False, Usage())
+    cache = AnswerCache(capacity=2)
+    cache.put("a", 1, answer)
+    cache.put("b", 1, answer)
+    assert cache.get("a", 1) is answer
+    cache.put("c", 1, answer)  # evicts "b", the least recently used
+    assert cache.get("b", 1) is None and cache.get("a", 1) is answer
+    assert cache.get("a", 2) is None  # a newer index: everything older goes
+    assert len(cache) == 0
+    cache.put("old", 1, answer)  # a late answer for an old version is not kept
+    assert len(cache) == 0

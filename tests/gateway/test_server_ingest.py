@@ -1,0 +1,168 @@
+"""Ingest over the real wire: document changes published to a real Kafka broker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+
+from connectors.event_codec import DecodedEvent, decode_message
+from connectors.kafka_producer import DocumentEventProducer
+from dataflow.core.documents import DocumentDelete, DocumentUpsert, content_hash
+from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
+from protos.kgstream.v1 import query_pb2 as pb
+from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.test_server import new_engine, running_gateway, status_of
+from tests.support.kafka import KafkaBroker
+from tests.support.redis import RedisTestServer
+
+
+@pytest.fixture
+def corpus(redis_server: RedisTestServer, tmp_path: Path) -> Iterator[Corpus]:
+    built = build_corpus(redis_server.url, tmp_path, documents={})
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def topic(kafka_broker: KafkaBroker) -> str:
+    name = f"gateway-ingest-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(name, partitions=2)
+    return name
+
+
+def read_events(
+    bootstrap_servers: str, topic: str, partition: int, offset: int, count: int
+) -> list[DecodedEvent]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False)
+    try:
+        where = TopicPartition(topic, partition)
+        consumer.assign([where])
+        consumer.seek(where, offset)
+        records: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(records) < count and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=200).values():
+                records.extend(batch)
+    finally:
+        consumer.close()
+    decoded = [decode_message(r.key, r.value) for r in records[:count]]
+    assert all(isinstance(d, DecodedEvent) for d in decoded), decoded
+    return decoded  # type: ignore[return-value]
+
+
+def test_upsert_and_delete_publish_document_events_and_report_where_they_landed(
+    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    graph = corpus.stores.graph
+    with (
+        DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
+        running_gateway(new_engine(corpus, None), graph, producer=producer) as (_, channel),
+    ):
+        ingest = ingest_pb2_grpc.IngestStub(channel)
+        upsert = ingest.UpsertDocument(
+            ingest_pb2.UpsertDocumentRequest(
+                doc_id="notes/kafka.md", content=b"  Ada Lovelace wrote notes on engines.\n"
+            ),
+            timeout=30,
+        )
+        delete = ingest.DeleteDocument(
+            ingest_pb2.DeleteDocumentRequest(doc_id="notes/kafka.md"), timeout=30
+        )
+
+    assert upsert.op == events_pb2.DocumentEvent.UPSERT
+    assert delete.op == events_pb2.DocumentEvent.DELETE
+    assert upsert.topic == delete.topic == topic
+    # One document, one partition: its events stay in order.
+    assert upsert.partition == delete.partition and delete.offset == upsert.offset + 1
+    assert upsert.content_hash == content_hash("Ada Lovelace wrote notes on engines.")
+    assert delete.content_hash == ""
+    assert upsert.index_version == graph.version() == 0
+    assert upsert.min_index_version == upsert.index_version + 1
+
+    events = read_events(
+        kafka_broker.bootstrap_servers, topic, upsert.partition, upsert.offset, count=2
+    )
+    assert events[0].change == DocumentUpsert(
+        "notes/kafka.md", b"  Ada Lovelace wrote notes on engines.\n", "notes/kafka.md"
+    )
+    assert events[0].event_time_ms > 0
+    assert events[1].change == DocumentDelete("notes/kafka.md")
+
+
+def test_a_published_upsert_becomes_visible_as_processed_with_the_returned_content_hash(
+    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """The wait the proto documents: GetDocument until PROCESSED with the same hash."""
+    graph = corpus.stores.graph
+    with (
+        DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
+        running_gateway(new_engine(corpus, None), graph, producer=producer) as (_, channel),
+    ):
+        ingest = ingest_pb2_grpc.IngestStub(channel)
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        published = ingest.UpsertDocument(
+            ingest_pb2.UpsertDocumentRequest(
+                doc_id="notes/ada.md",
+                content=b"Ada Lovelace worked with Charles Babbage.",
+                file_path="notes/ada.md",
+            ),
+            timeout=30,
+        )
+        (event,) = read_events(
+            kafka_broker.bootstrap_servers, topic, published.partition, published.offset, 1
+        )
+        corpus.apply([event.change])  # the indexer's part, through the real dataflow
+
+        document = stub.GetDocument(pb.GetDocumentRequest(doc_id="notes/ada.md"), timeout=10)
+        assert document.document.status == pb.DOCUMENT_STATUS_PROCESSED
+        assert document.document.content_hash == published.content_hash
+        assert document.index_version >= published.min_index_version
+        retrieval = stub.Retrieve(
+            pb.QueryRequest(
+                question="Who worked with Charles Babbage?",
+                min_index_version=published.min_index_version,
+            ),
+            timeout=30,
+        )
+        assert "ada lovelace" in {e.entity.key for e in retrieval.entities}
+
+
+def test_ingest_without_an_event_log_is_failed_precondition(corpus: Corpus) -> None:
+    with running_gateway(new_engine(corpus, None), corpus.stores.graph) as (_, channel):
+        ingest = ingest_pb2_grpc.IngestStub(channel)
+        calls = [
+            lambda: ingest.UpsertDocument(
+                ingest_pb2.UpsertDocumentRequest(doc_id="a.md", content=b"text"), timeout=10
+            ),
+            lambda: ingest.DeleteDocument(
+                ingest_pb2.DeleteDocumentRequest(doc_id="a.md"), timeout=10
+            ),
+        ]
+        for call in calls:
+            code, details = status_of(call)
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "no event log is configured" in details
+
+
+def test_ingest_rejects_a_missing_doc_id_naming_the_field(
+    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    with (
+        DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
+        running_gateway(new_engine(corpus, None), corpus.stores.graph, producer=producer) as (
+            _,
+            channel,
+        ),
+    ):
+        ingest = ingest_pb2_grpc.IngestStub(channel)
+        code, details = status_of(
+            lambda: ingest.UpsertDocument(ingest_pb2.UpsertDocumentRequest(content=b"x"))
+        )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and details.startswith("doc_id: ")

@@ -1,0 +1,239 @@
+"""Gateway safety over the real wire: auth, health, reflection, deadlines, read-your-writes,
+cancellation, message limits and a store that is down."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from connectors.graph_store import GraphStore
+from connectors.stores import Stores
+from dataflow.core.documents import DocumentUpsert
+from gateway.engine import QueryEngine
+from gateway.keywords import OfflineKeywordExtractor
+from gateway.server import ServerOptions
+from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
+from protos.kgstream.v1 import query_pb2 as pb
+from tests.dataflow.harness import TOKENIZER
+from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of
+from tests.support.llm_server import OpenAICompatibleServer
+from tests.support.redis import RedisTestServer
+
+TOKEN = "s3cret-token"
+LONG_ANSWER = " ".join(f"word{i}" for i in range(300))
+
+
+@pytest.fixture(scope="module")
+def corpus(
+    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Corpus]:
+    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-safety-corpus"))
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def engine(corpus: Corpus, llm_server: OpenAICompatibleServer) -> QueryEngine:
+    return new_engine(corpus, llm_server)
+
+
+# -- auth --------------------------------------------------------------------------------
+
+
+def test_with_a_token_set_calls_without_the_right_bearer_token_are_unauthenticated(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    options = ServerOptions(address="127.0.0.1:0", auth_token=TOKEN)
+    with running_gateway(engine, corpus.stores.graph, options) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        ingest = ingest_pb2_grpc.IngestStub(channel)
+        request = pb.QueryRequest(question=QUESTION)
+        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),)):
+            code, details = status_of(lambda md=metadata: stub.Retrieve(request, metadata=md))
+            assert code == grpc.StatusCode.UNAUTHENTICATED, metadata
+            assert "authorization" in details
+            code, _ = status_of(lambda md=metadata: list(stub.QueryStream(request, metadata=md)))
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+        code, _ = status_of(
+            lambda: ingest.DeleteDocument(ingest_pb2.DeleteDocumentRequest(doc_id="a"))
+        )
+        assert code == grpc.StatusCode.UNAUTHENTICATED  # checked before FAILED_PRECONDITION
+
+        good = (("authorization", f"Bearer {TOKEN}"),)
+        assert stub.Retrieve(request, metadata=good, timeout=30).entities
+        events = list(stub.QueryStream(request, metadata=good, timeout=30))
+        assert events[-1].WhichOneof("event") == "done"
+
+        # Health and reflection stay open without a token.
+        health = health_pb2_grpc.HealthStub(channel)
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == (
+            health_pb2.HealthCheckResponse.SERVING
+        )
+        assert "kgstream.v1.KnowledgeGraph" in listed_services(channel)
+
+
+# -- health and reflection ---------------------------------------------------------------
+
+
+def listed_services(channel: grpc.Channel) -> set[str]:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    return {service.name for service in response.list_services_response.service}
+
+
+def test_health_reports_serving_for_the_server_and_both_services(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "kgstream.v1.KnowledgeGraph", "kgstream.v1.Ingest"):
+            response = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert response.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_reflection_lists_both_services_and_describes_them(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        assert {"kgstream.v1.KnowledgeGraph", "kgstream.v1.Ingest"} <= listed_services(channel)
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(
+            file_containing_symbol="kgstream.v1.Ingest"
+        )
+        (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+        files = response.file_descriptor_response.file_descriptor_proto
+        # The ingest file and its import (events.proto), so grpcurl can describe every type.
+        assert len(files) == 2
+        assert any(b"protos/kgstream/v1/events.proto" in f for f in files)
+
+
+# -- deadlines and read-your-writes --------------------------------------------------------
+
+
+def test_a_min_index_version_wait_ends_with_deadline_exceeded_at_the_call_deadline(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    options = ServerOptions(address="127.0.0.1:0", max_workers=1)
+    unreachable = corpus.stores.graph.version() + 1000
+    with running_gateway(engine, corpus.stores.graph, options) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        request = pb.QueryRequest(question=QUESTION, min_index_version=unreachable)
+        for call in (stub.Retrieve, stub.Query):
+            code, _ = status_of(lambda c=call: c(request, timeout=0.3))
+            assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        code, _ = status_of(lambda: list(stub.QueryStream(request, timeout=0.3)))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        # The one worker was freed at the deadline, not after the engine's 30 s default wait.
+        answered = stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=10)
+        assert answered.index_version == unreachable - 1000
+
+
+def test_min_index_version_waits_for_an_update_written_during_the_call(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    before = corpus.stores.graph.version()
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        pending = stub.Retrieve.future(
+            pb.QueryRequest(question="Who leads the Orion Project?", min_index_version=before + 1),
+            timeout=60,
+        )
+        # The version it waits for cannot exist before the writer starts.
+        assert not pending.done()
+        writer = threading.Thread(
+            target=corpus.apply,
+            args=([DocumentUpsert("projects/orion.md", "Dana Lee leads the Orion Project.")],),
+        )
+        writer.start()
+        response = pending.result()
+        writer.join(timeout=60)
+        assert response.index_version >= before + 1
+
+        after = corpus.stores.graph.version()
+        fresh = stub.Retrieve(
+            pb.QueryRequest(question="Who leads the Orion Project?", min_index_version=after),
+            timeout=30,
+        )
+        assert fresh.index_version == after
+        assert "dana lee" in {e.entity.key for e in fresh.entities}
+
+
+# -- cancellation --------------------------------------------------------------------------
+
+
+def test_cancelling_a_query_stream_stops_the_llm_stream_at_once(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    llm_server.default_reply = LONG_ANSWER  # 300 deltas
+    llm_server.delta_delay_seconds = 2.0  # a delta every 2 s
+    # One LLM slot: the next stream can only start once the cancelled one is closed.
+    engine = new_engine(corpus, llm_server, llm_concurrency=1)
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        request = pb.QueryRequest(question=QUESTION)
+        first = stub.QueryStream(request, timeout=60)
+        assert next(first).WhichOneof("event") == "context"
+        assert next(first).WhichOneof("event") == "delta"
+        first.cancel()
+        # Closed on cancellation (the next stream's first delta comes 2 s later), not
+        # when the cancelled stream's next delta would have arrived (2 s, then 2 s more).
+        second = stub.QueryStream(request, timeout=3.0)
+        assert next(second).WhichOneof("event") == "context"
+        assert next(second).delta.text == "word0 "
+        second.cancel()
+        # The test server notices a dropped stream on a write after the close took effect
+        # (a socket closed under a blocked read closes when that read returns); keep a
+        # gap between writes so that the close can land first.
+        llm_server.delta_delay_seconds = 0.2
+        assert llm_server.wait_for(lambda: llm_server.aborted_streams == 2, timeout=10)
+        assert llm_server.wait_for(lambda: llm_server.in_flight == 0, timeout=5)
+        llm_server.delta_delay_seconds = 0.0
+        events = list(stub.QueryStream(request, timeout=10))
+        assert "".join(e.delta.text for e in events if e.HasField("delta")) == LONG_ANSWER
+
+
+# -- limits and failures -------------------------------------------------------------------
+
+
+def test_requests_over_the_message_size_limit_are_rejected(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    options = ServerOptions(address="127.0.0.1:0", max_message_bytes=64 * 1024)
+    with running_gateway(engine, corpus.stores.graph, options) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        code, _ = status_of(lambda: stub.Retrieve(pb.QueryRequest(question="x" * 100_000)))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_graph_store_that_is_down_gives_unavailable(corpus: Corpus) -> None:
+    down = GraphStore.from_url(f"redis://127.0.0.1:{_unused_port()}/0", "down")
+    stores = Stores(down, corpus.stores.vectors)
+    engine = QueryEngine(stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
+    with running_gateway(engine, down) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        calls = [
+            lambda: stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=10),
+            lambda: stub.Query(pb.QueryRequest(question=QUESTION), timeout=10),
+            lambda: list(stub.QueryStream(pb.QueryRequest(question=QUESTION), timeout=10)),
+            lambda: stub.GetEntity(pb.GetEntityRequest(name="Carla Diaz"), timeout=10),
+            lambda: stub.GetDocument(pb.GetDocumentRequest(doc_id="a.md"), timeout=10),
+            lambda: stub.ListDocuments(pb.ListDocumentsRequest(), timeout=10),
+        ]
+        for call in calls:
+            code, details = status_of(call)
+            assert code == grpc.StatusCode.UNAVAILABLE, details
+    down.close()

