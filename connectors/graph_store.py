@@ -173,6 +173,10 @@ class KeyLayout:
     def status(self, status: DocumentStatus) -> str:
         return f"{self.prefix}docstatus:{status.value}"
 
+    @property
+    def consumer_lag(self) -> str:
+        return f"{self.prefix}consumer_lag"
+
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"
 
@@ -553,6 +557,18 @@ class GraphStore:
             pipe.zcard(self.keys.status(status))
         counts = pipe.execute()
         return {status: int(n) for status, n in zip(DocumentStatus, counts, strict=True)}
+
+    def set_consumer_lag(self, lag: dict[int, int]) -> None:
+        """Record the indexer's Kafka lag per partition (for `kgstream status`)."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.delete(self.keys.consumer_lag)
+        if lag:
+            pipe.hset(self.keys.consumer_lag, mapping={str(p): n for p, n in lag.items()})
+        pipe.execute()
+
+    def consumer_lag(self) -> dict[int, int]:
+        raw = self._client.hgetall(self.keys.consumer_lag)
+        return {int(partition): int(lag) for partition, lag in sorted(raw.items())}
 
     def version(self) -> int:
         """The index version: how many batches have been applied to this workspace."""

@@ -178,9 +178,12 @@ class ChatClient:
         *,
         cache: ResponseCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        observer: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.options = options
         self.cache = cache
+        # Told (kind, served_from_cache) for every call: the hook for metrics.
+        self.observer = observer
         self._sleep = sleep
         self._slots = threading.BoundedSemaphore(options.max_concurrency)
         self._endpoint = options.base_url.rstrip("/") + "/chat/completions"
@@ -195,16 +198,19 @@ class ChatClient:
     def max_concurrency(self) -> int:
         return self.options.max_concurrency
 
-    def complete(self, messages: Messages) -> str:
+    def complete(self, messages: Messages, kind: str = "other") -> str:
         """Return the model's reply to `messages` (from the cache when it has it).
 
-        Raises `LLMError` when the call fails for good.
+        `kind` (extract, summary, answer, keywords) only labels the call for the
+        observer. Raises `LLMError` when the call fails for good.
         """
         key = cache_key(messages, self.options.model) if self.cache is not None else ""
         if self.cache is not None:
             cached = self.cache.get(key)
             if cached is not None:
+                self._observe(kind, True)
                 return cached
+        self._observe(kind, False)
         completion, attempts = self._with_retries(lambda: self._complete_once(messages))
         reply = _reply_text(completion)
         if reply is None:
@@ -233,7 +239,11 @@ class ChatClient:
             futures = [pool.submit(self.complete, messages) for messages in batch]
             return collect_in_order(futures)
 
-    def stream(self, messages: Messages) -> DeltaStream:
+    def _observe(self, kind: str, cached: bool) -> None:
+        if self.observer is not None:
+            self.observer(kind, cached)
+
+    def stream(self, messages: Messages, kind: str = "answer") -> DeltaStream:
         """Stream the reply as text deltas (never cached).
 
         Opening the stream is retried like `complete`; once deltas flow, an error
@@ -242,6 +252,7 @@ class ChatClient:
         it is exhausted or closed: close it (or leave its ``with`` block) to drop the
         HTTP response early and free the slot.
         """
+        self._observe(kind, False)
         self._slots.acquire()
         try:
             chunks, _ = self._with_retries(lambda: self._open_stream(messages), hold_slot=False)

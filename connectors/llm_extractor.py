@@ -59,11 +59,11 @@ class LLMExtractor:
         """
         prompt = self.options.prompt
         messages = build_extraction_messages(chunk_text, prompt)
-        reply = self.client.complete(messages)
+        reply = self.client.complete(messages, kind="extract")
         result = parse_extraction(reply)
         for _ in range(self.options.max_gleaning):
             messages = build_continue_messages(messages, reply, prompt)
-            reply = self.client.complete(messages)
+            reply = self.client.complete(messages, kind="extract")
             merged = merge_extractions(result, parse_extraction(reply))
             found_new = _record_keys(merged) != _record_keys(result)
             result = merged

@@ -7,21 +7,38 @@ assembled by hand in tests.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from connectors.embeddings import Embedder
 from connectors.stores import Stores
 from dataflow.commit import CommitBatch
 from dataflow.core.chunking import ChunkingOptions, Tokenizer
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
-from dataflow.core.documents import DocumentLimits
+from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
+from dataflow.events import SourceEvent
 from dataflow.messages import EntityState, RelationState, Vector
+
+logger = logging.getLogger("kgstream.indexer")
 
 ExtractMany = Callable[[Sequence[str]], list[Extraction | str]]
 """Extract many chunk texts; a str in the result is the reason that chunk failed."""
+
+
+class IndexObserver(Protocol):
+    """Told what the indexer does (the hook for metrics); methods must be cheap."""
+
+    def event_received(self, event: SourceEvent) -> None: ...
+
+    def chunks_extracted(self, count: int) -> None: ...
+
+    def embedding_call(self, texts: int) -> None: ...
+
+    def committed(self, batch: CommitBatch) -> None: ...
 
 
 @dataclass
@@ -36,11 +53,14 @@ class Components:
     render_concurrency: int = 1
     coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
     on_commit: Callable[[CommitBatch], None] | None = None
+    observer: IndexObserver | None = None
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
+        if self.observer is not None:
+            self.observer.embedding_call(len(texts))
         return [tuple(vector) for vector in self.embedder.embed(list(texts))]
 
     def render_many(
@@ -61,8 +81,19 @@ class Components:
     def write(self, batch: CommitBatch) -> None:
         if not batch.is_empty():
             self.stores.write(batch)
+        for completed in batch.completed:
+            record = completed.record
+            if record is not None and record.status is DocumentStatus.FAILED:
+                logger.warning(
+                    "document %s failed: %s",
+                    record.doc_id,
+                    record.reason,
+                    extra={"doc_id": record.doc_id, "file_path": record.file_path},
+                )
         if self.on_commit is not None:
             self.on_commit(batch)
+        if self.observer is not None:
+            self.observer.committed(batch)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -140,6 +140,8 @@ def _document_step(components: Components) -> Any:
     def step(
         state: DocumentState | None, event: SourceEvent
     ) -> tuple[DocumentState | None, list[DocumentPending | ChunkTask]]:
+        if components.observer is not None:
+            components.observer.event_received(event)
         new_state, outcome = update_document(
             state, event.change, components.tokenizer, components.chunking, components.limits
         )
@@ -174,6 +176,8 @@ def _extract_step(components: Components) -> Any:
         added = [t for t in tasks if isinstance(t.change, ChunkAdded)]
         texts = [t.change.chunk.text for t in added if isinstance(t.change, ChunkAdded)]
         extractions = components.extract_many(texts)
+        if components.observer is not None and texts:
+            components.observer.chunks_extracted(len(texts))
         vectors = components.embed(texts)
         results: dict[int, ChunkOutcome] = {}
         for task, extraction, vector in zip(added, extractions, vectors, strict=True):

@@ -267,7 +267,7 @@ class QueryEngine:
         if llm is None or not _has_context(retrieval):
             return self._fixed_answer(retrieval)
         messages = self.messages(params, retrieval)
-        text = llm.complete(messages)
+        text = llm.complete(messages, kind="answer")
         answer = Answer(
             retrieval=retrieval,
             text=text,
@@ -295,7 +295,7 @@ class QueryEngine:
         if llm is None or not _has_context(retrieval):
             return retrieval, _TextStream(self._fixed_answer(retrieval).text)
         messages = self.messages(params, retrieval)
-        deltas = llm.stream(messages)
+        deltas = llm.stream(messages, kind="answer")
 
         def remember(text: str) -> Usage:
             usage = self._usage(messages, text)

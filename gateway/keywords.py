@@ -215,7 +215,7 @@ class LLMKeywordExtractor:
         question = question.strip()
         if not question:
             return Keywords(high_level=(), low_level=())
-        reply = self.client.complete(keyword_messages(question))
+        reply = self.client.complete(keyword_messages(question), kind="keywords")
         try:
             keywords = parse_keywords(reply)
         except UnparseableKeywords:

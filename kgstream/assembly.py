@@ -25,11 +25,13 @@ from dataflow.core.extraction import Extraction
 from dataflow.core.prompts import build_summary_messages
 from gateway.engine import QueryEngine
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
-from gateway.server import RunningServer, ServerOptions, serve
+from gateway.server import Engine, RunningServer, ServerOptions, serve
+from kgstream.metrics import Metrics
 from kgstream.settings import Settings
+from kgstream.telemetry import IndexerMetrics, MeteredEngine, observe_llm
 
 
-def build_chat_client(settings: Settings) -> ChatClient | None:
+def build_chat_client(settings: Settings, metrics: Metrics | None = None) -> ChatClient | None:
     """The LLM client, or None when no endpoint is configured (the offline default)."""
     if not settings.llm_base_url:
         return None
@@ -43,7 +45,11 @@ def build_chat_client(settings: Settings) -> ChatClient | None:
         max_retries=settings.llm_max_retries,
         backoff=Backoff(base=1.0, cap=30.0),
     )
-    return ChatClient(options, cache=SqliteResponseCache(settings.data_dir / "llm-cache.sqlite"))
+    return ChatClient(
+        options,
+        cache=SqliteResponseCache(settings.data_dir / "llm-cache.sqlite"),
+        observer=observe_llm(metrics) if metrics is not None else None,
+    )
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -91,16 +97,16 @@ def llm_summarizer(client: ChatClient, language: str) -> Summarizer:
         messages = build_summary_messages(
             request.kind, request.name, request.descriptions, request.max_tokens, language
         )
-        return client.complete(messages).strip()
+        return client.complete(messages, kind="summary").strip()
 
     return summarize
 
 
-def build_components(settings: Settings) -> Components:
+def build_components(settings: Settings, metrics: Metrics | None = None) -> Components:
     """Everything the dataflow needs; the caller closes it (which stops embedded stores)."""
     tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
     embedder = build_embedder(settings)
-    client = build_chat_client(settings)
+    client = build_chat_client(settings, metrics)
     extract_many: ExtractMany
     if client is None:
         extract_many = offline_extract_many
@@ -114,6 +120,7 @@ def build_components(settings: Settings) -> Components:
         render_concurrency = settings.llm_max_concurrency
         coalesce_seconds = settings.summary_coalesce_seconds
     stores = open_settings_stores(settings, embedder)
+    observer = IndexerMetrics(metrics, stores.graph) if metrics is not None else None
     return Components(
         tokenizer=tokenizer,
         chunking=settings.chunking_options(),
@@ -124,20 +131,24 @@ def build_components(settings: Settings) -> Components:
         stores=stores,
         render_concurrency=render_concurrency,
         coalesce_seconds=coalesce_seconds,
+        observer=observer,
     )
 
 
-def build_engine(settings: Settings, stores: Stores, embedder: Embedder) -> QueryEngine:
+def build_engine(
+    settings: Settings, stores: Stores, embedder: Embedder, metrics: Metrics | None = None
+) -> Engine:
     """The query engine over the same stores, embedder and tokenizer the indexer uses."""
-    client = build_chat_client(settings)
+    client = build_chat_client(settings, metrics)
     keywords: KeywordExtractor = (
         OfflineKeywordExtractor() if client is None else LLMKeywordExtractor(client)
     )
     tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
-    return QueryEngine(stores, embedder, tokenizer, keywords, llm=client)
+    engine = QueryEngine(stores, embedder, tokenizer, keywords, llm=client)
+    return MeteredEngine(engine, metrics) if metrics is not None else engine
 
 
-def serve_gateway(settings: Settings, engine: QueryEngine, graph: GraphStore) -> RunningServer:
+def serve_gateway(settings: Settings, engine: Engine, graph: GraphStore) -> RunningServer:
     producer = None
     if settings.kafka_bootstrap_servers:
         from connectors.kafka_producer import DocumentEventProducer

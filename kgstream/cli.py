@@ -46,6 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--data", type=Path, default=None, help="the data directory")
         return sub
 
+    def cluster_flags(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--workers", "-w", type=int, default=1, help="Bytewax workers per process")
+        sub.add_argument(
+            "--process-id", "-i", type=int, default=None, help="this process's index in --addresses"
+        )
+        sub.add_argument(
+            "--addresses",
+            "-a",
+            default=None,
+            help="HOST:PORT;HOST:PORT;... of every process of a Bytewax cluster (Kafka input, "
+            "Redis and Qdrant servers; each process its own --data)",
+        )
+
     command("config", "print the effective settings (secrets masked)")
 
     preview = command(
@@ -56,13 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     index = command("index", "bring the index to a folder's current content, then exit")
     index.add_argument("folder", type=Path)
-    index.add_argument("--workers", type=int, default=1)
+    cluster_flags(index)
 
     run = command("run", "watch a folder (or consume Kafka), index continuously")
     run.add_argument("--watch", type=Path, default=None, help="the folder to watch")
     run.add_argument("--kafka", default=None, help="consume this Kafka bootstrap address instead")
     run.add_argument("--topic", default=None, help="the Kafka topic (default from settings)")
-    run.add_argument("--workers", type=int, default=1)
+    cluster_flags(run)
     run.add_argument("--grpc", default=None, help="serve the gateway here (default from settings)")
     run.add_argument("--no-serve", action="store_true", help="index only; run no gateway")
     run.add_argument(
@@ -87,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay = command("replay", "rebuild the index from a Kafka topic, from offset 0, then exit")
     replay.add_argument("--kafka", default=None, help="Kafka bootstrap address")
     replay.add_argument("--topic", default=None)
-    replay.add_argument("--workers", type=int, default=1)
+    cluster_flags(replay)
 
     status = command("status", "documents by status, index version and failures")
     status.add_argument("--json", action="store_true")
@@ -119,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         settings = settings_from(args)
+        from kgstream.logs import configure_logging
+
+        configure_logging(settings.log_format)
         handler = COMMANDS[args.command]
         return handler(settings, args)
     except (SettingsError, UserError) as error:
@@ -176,6 +192,29 @@ def command_preview(settings: Settings, args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
+def telemetry(settings: Settings) -> Iterator[Any]:
+    """Metrics for the command's lifetime when `metrics_address` is set (else None)."""
+    if not settings.metrics_address:
+        yield None
+        return
+    from kgstream.metrics import Metrics, start_metrics_server
+
+    metrics = Metrics()
+    try:
+        server = start_metrics_server(settings.metrics_address, metrics)
+    except OSError as error:
+        raise UserError(
+            f"cannot serve metrics on {settings.metrics_address}: {error}",
+            "set KGSTREAM_METRICS_ADDRESS to a free HOST:PORT",
+        ) from None
+    print(f"kgstream: metrics on http://{server.host}:{server.port}/metrics", flush=True)
+    try:
+        yield metrics
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
 def data_dir_lock(data_dir: Path) -> Iterator[None]:
     """One writer per data directory (its recovery database and vector files)."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -189,6 +228,18 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
                 "`kgstream status` and `kgstream export` may run beside it",
             ) from None
         yield
+
+
+def run_options(args: argparse.Namespace) -> Any:
+    from kgstream.indexer import RunOptions
+
+    addresses = tuple(a for a in (args.addresses or "").split(";") if a)
+    if addresses and args.process_id is None:
+        raise UserError("--addresses needs --process-id", "give each process its index, from 0")
+    try:
+        return RunOptions(args.workers, args.process_id, addresses)
+    except ValueError as error:
+        raise UserError(str(error), "see `kgstream run --help`") from None
 
 
 def _progress_printer(label: str) -> Any:
@@ -206,7 +257,7 @@ def _progress_printer(label: str) -> Any:
 def command_index(settings: Settings, args: argparse.Namespace) -> int:
     from connectors.folder_source import FolderSource, FolderSourceOptions
     from kgstream.assembly import build_components
-    from kgstream.indexer import RunOptions, run_indexer
+    from kgstream.indexer import run_indexer
 
     folder: Path = args.folder
     if not folder.is_dir():
@@ -227,7 +278,7 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
                 components,
                 source,
                 settings.data_dir,
-                RunOptions(workers=args.workers),
+                run_options(args),
                 on_commit,
             )
             bar.close()
@@ -239,18 +290,30 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
 
 def command_run(settings: Settings, args: argparse.Namespace) -> int:
     from kgstream.assembly import build_components, build_engine
-    from kgstream.indexer import RunOptions, run_indexer
+    from kgstream.indexer import run_indexer
 
-    with data_dir_lock(settings.data_dir):
-        components = build_components(settings)
-        gateway = None
+    with data_dir_lock(settings.data_dir), telemetry(settings) as metrics:
+        components = build_components(settings, metrics)
+        gateway = lag = None
         try:
-            source = _live_source(settings, args)
+            source = _live_source(settings, args, metrics)
             if not args.no_serve:
-                engine = build_engine(settings, components.stores, components.embedder)
+                engine = build_engine(settings, components.stores, components.embedder, metrics)
                 gateway = _start_gateway(settings, engine, components.stores.graph)
-            run_indexer(components, source, settings.data_dir, RunOptions(workers=args.workers))
+            if settings.kafka_bootstrap_servers and args.watch is None:
+                from kgstream.telemetry import ConsumerLagReporter
+
+                lag = ConsumerLagReporter(
+                    source,
+                    settings.kafka_bootstrap_servers,
+                    settings.kafka_topic,
+                    components.stores.graph,
+                    metrics,
+                ).start()
+            run_indexer(components, source, settings.data_dir, run_options(args))
         finally:
+            if lag is not None:
+                lag.stop()
             if gateway is not None:
                 gateway.stop(grace=2)
             components.close()
@@ -274,8 +337,10 @@ def _print_serving(address: str) -> None:
     print(
         f"kgstream: gateway on {address} (gRPC; health and reflection on)\n"
         f'  ask:   kgstream query "your question" --grpc {address}\n'
+        "  yours: kgstream run --watch YOUR_FOLDER --data YOUR_DATA_DIR\n"
         "  LLM:   set OPENAI_BASE_URL, OPENAI_API_KEY and KGSTREAM_LLM_MODEL for answers and "
         "LLM extraction\n"
+        "  servers: set KGSTREAM_REDIS_URL, KGSTREAM_QDRANT_URL (and --kafka HOST:PORT)\n"
         "  stop:  Ctrl-C",
         flush=True,
     )
@@ -285,11 +350,12 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
     from kgstream.assembly import build_embedder, build_engine, open_settings_stores
 
     embedded = not (settings.redis_url and settings.qdrant_url)
-    with data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext():
+    lock = data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext()
+    with lock, telemetry(settings) as metrics:
         embedder = build_embedder(settings)
         stores = open_settings_stores(settings, embedder)
         try:
-            engine = build_engine(settings, stores, embedder)
+            engine = build_engine(settings, stores, embedder, metrics)
             gateway = _start_gateway(settings, engine, stores.graph)
             try:
                 _wait_for_stop_signal()
@@ -313,7 +379,7 @@ def _wait_for_stop_signal() -> None:
         return
 
 
-def _live_source(settings: Settings, args: argparse.Namespace) -> Any:
+def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = None) -> Any:
     if settings.kafka_bootstrap_servers and args.watch is None:
         from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
 
@@ -327,7 +393,10 @@ def _live_source(settings: Settings, args: argparse.Namespace) -> Any:
             f"(data in {settings.data_dir})",
             flush=True,
         )
-        return KafkaDocumentSource(options)
+        from kgstream.telemetry import count_dead_letter
+
+        on_dead_letter = count_dead_letter(metrics) if metrics is not None else None
+        return KafkaDocumentSource(options, on_dead_letter)
     from connectors.folder_source import FolderSource, FolderSourceOptions
 
     folder: Path = args.watch or Path("docs")
@@ -342,7 +411,7 @@ def _live_source(settings: Settings, args: argparse.Namespace) -> Any:
 def command_replay(settings: Settings, args: argparse.Namespace) -> int:
     from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions, measure_replay
     from kgstream.assembly import build_components
-    from kgstream.indexer import RunOptions, run_indexer
+    from kgstream.indexer import run_indexer
 
     if not settings.kafka_bootstrap_servers:
         raise UserError("replay needs a Kafka topic", "pass --kafka HOST:PORT [--topic NAME]")
@@ -368,7 +437,7 @@ def command_replay(settings: Settings, args: argparse.Namespace) -> int:
             )
             watcher.start()
             try:
-                run_indexer(components, source, settings.data_dir, RunOptions(workers=args.workers))
+                run_indexer(components, source, settings.data_dir, run_options(args))
             finally:
                 stop.set()
                 watcher.join()
@@ -424,6 +493,7 @@ def status_data(graph: Any) -> dict[str, Any]:
     return {
         "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
         "index_version": graph.version(),
+        "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
         "failures": [
             {
                 "doc_id": doc_id,
@@ -443,6 +513,9 @@ def print_status(graph: Any, as_json: bool) -> None:
         return
     counts = ", ".join(f"{name} {count}" for name, count in data["documents"].items())
     print(f"index version {data['index_version']}; documents: {counts}")
+    if data["consumer_lag"]:
+        lag = ", ".join(f"partition {p}: {n}" for p, n in data["consumer_lag"].items())
+        print(f"consumer lag: {lag}")
     for failure in data["failures"]:
         print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
 
@@ -537,8 +610,8 @@ def _query_stores(settings: Settings, request: Any, context_only: bool) -> Any:
             engine = build_engine(settings, stores, embedder)
             params = query_params_from(request)
             if context_only:
-                return retrieval_to_proto(engine.retrieve(params)), None
-            answer = engine.answer(params)
+                return retrieval_to_proto(engine.retrieve(params, None)), None
+            answer = engine.answer(params, None)
             return retrieval_to_proto(answer.retrieval), answer.text
         except InvalidQuery as error:
             raise UserError(str(error), "see `kgstream query --help`") from None

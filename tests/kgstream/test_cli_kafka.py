@@ -72,6 +72,13 @@ def processed(data: Path) -> int:
         assert embedded is None, "the test must attach to kgstream's redis, not start one"
 
 
+def consumer_lag(data: Path) -> dict[int, int]:
+    """The lag a running `kgstream run --kafka` records for `kgstream status`."""
+    graph, embedded = open_graph_store(StoreLocations(data))
+    assert embedded is None
+    return graph.consumer_lag()
+
+
 def export(data: Path, env: dict[str, str]) -> dict:
     output = data.parent / f"{data.name}.json"
     finish(kgstream("export", "--data", str(data), "--output", str(output), env=env))
@@ -150,6 +157,7 @@ def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
 
     running = kgstream("run", *kafka, "--data", str(killed), "--no-serve", env=env)
     wait_until(lambda: processed(killed) == 12, 60, "the first wave to be indexed")
+    wait_until(lambda: consumer_lag(killed) == {0: 0, 1: 0, 2: 0}, 30, "the lag to reach 0")
     llm_server.delay_seconds = 0.15
     calls_before = llm_server.chat_calls
     produce(kafka_broker, topic, second_wave)

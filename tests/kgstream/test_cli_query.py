@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ def env(llm_server):
     return environment
 
 
+def sample(exposition: str, series: str) -> float:
+    """The value of one series in Prometheus text exposition."""
+    for line in exposition.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} not exported:\n{exposition}")
+
+
 def write(folder: Path) -> None:
     for name, text in DOCS.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -39,6 +48,7 @@ def write(folder: Path) -> None:
 def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monkeypatch):
     folder, data = tmp_path / "docs", tmp_path / "data"
     write(folder)
+    env = {**env, "KGSTREAM_METRICS_ADDRESS": "127.0.0.1:0", "KGSTREAM_LOG_FORMAT": "json"}
     running = kgstream(
         "run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0", env=env
     )
@@ -49,6 +59,7 @@ def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monk
             assert line, f"kgstream run exited early: {banner}"
             banner += line
         address = re.search(r"gateway on (\S+)", banner).group(1)
+        metrics_url = re.search(r"metrics on (\S+)", banner).group(1)
 
         def ask() -> dict:
             capsys.readouterr()
@@ -72,6 +83,15 @@ def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monk
         assert result["answer"] is None and result["index_version"] > 0
         assert {c["doc_id"] for c in result["chunks"]} >= {"people/carla.md"}
         assert result["references"][0]["file_path"] in DOCS
+
+        metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+        assert sample(metrics, 'kgstream_events_in_total{source="folder"}') >= 2
+        assert sample(metrics, 'kgstream_documents_by_status{status="PROCESSED"}') == 2
+        assert sample(metrics, "kgstream_index_version") >= 1
+        assert sample(metrics, "kgstream_freshness_seconds_count") >= 2
+        assert sample(metrics, "kgstream_chunks_extracted_total") >= 2
+        assert sample(metrics, "kgstream_embedding_calls_total") >= 1
+        assert sample(metrics, 'kgstream_query_latency_seconds_count{mode="local"}') >= 1
     finally:
         running.send_signal(signal.SIGINT)
         output, _ = running.communicate(timeout=60)

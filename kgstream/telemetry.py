@@ -1,0 +1,141 @@
+"""Wiring the Prometheus metrics (kgstream/metrics.py) to the indexer, the LLM client,
+the Kafka source and the gateway. Nothing here changes behaviour; it only counts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from connectors.graph_store import GraphStore
+from dataflow.commit import CommitBatch
+from dataflow.core.documents import DocumentStatus
+from dataflow.events import SourceEvent
+from gateway.types import Answer, AnswerStream, QueryParams, Retrieval
+from kgstream.metrics import Metrics
+
+
+class IndexerMetrics:
+    """An `IndexObserver` that updates the metrics; status gauges are read after commits."""
+
+    def __init__(self, metrics: Metrics, graph: GraphStore) -> None:
+        self.metrics = metrics
+        self.graph = graph
+
+    def event_received(self, event: SourceEvent) -> None:
+        self.metrics.events_in.labels(source=event.origin.split(":", 1)[0]).inc()
+
+    def chunks_extracted(self, count: int) -> None:
+        self.metrics.chunks_extracted.inc(count)
+
+    def embedding_call(self, texts: int) -> None:
+        self.metrics.embedding_calls.inc()
+
+    def committed(self, batch: CommitBatch) -> None:
+        now = time.time()
+        for document in batch.completed:
+            if document.event_time:
+                self.metrics.freshness_seconds.observe(max(0.0, now - document.event_time))
+            record = document.record
+            if record is not None and record.status is DocumentStatus.FAILED:
+                kind = "extraction" if record.reason.startswith("extraction") else "document"
+                self.metrics.failures.labels(reason_kind=kind).inc()
+        if batch.is_empty():
+            return
+        self.metrics.index_version.set(self.graph.version())
+        for status, count in self.graph.status_counts().items():
+            self.metrics.documents_by_status.labels(status=status.value).set(count)
+
+
+def observe_llm(metrics: Metrics) -> Any:
+    """A `ChatClient.observer` counting calls by kind, and cache hits."""
+
+    def observe(kind: str, cached: bool) -> None:
+        if cached:
+            metrics.llm_cache_hits.inc()
+        else:
+            metrics.llm_calls.labels(kind=kind).inc()
+
+    return observe
+
+
+def count_dead_letter(metrics: Metrics) -> Any:
+    def on_dead_letter(_: Any) -> None:
+        metrics.dead_letters.inc()
+
+    return on_dead_letter
+
+
+class MeteredEngine:
+    """The query engine with latency by mode recorded (the gateway's `Engine`)."""
+
+    def __init__(self, engine: Any, metrics: Metrics) -> None:
+        self._engine = engine
+        self._metrics = metrics
+
+    def validate(self, params: QueryParams) -> None:
+        self._engine.validate(params)
+
+    def retrieve(self, params: QueryParams, deadline: float | None = None) -> Retrieval:
+        with self._timed(params):
+            result: Retrieval = self._engine.retrieve(params, deadline)
+            return result
+
+    def answer(self, params: QueryParams, deadline: float | None = None) -> Answer:
+        with self._timed(params):
+            result: Answer = self._engine.answer(params, deadline)
+            return result
+
+    def stream_answer(
+        self, params: QueryParams, deadline: float | None = None
+    ) -> tuple[Retrieval, AnswerStream]:
+        with self._timed(params):
+            result: tuple[Retrieval, AnswerStream] = self._engine.stream_answer(params, deadline)
+            return result
+
+    def _timed(self, params: QueryParams) -> Any:
+        return self._metrics.query_latency_seconds.labels(mode=params.mode.value).time()
+
+
+class ConsumerLagReporter:
+    """Every `interval` seconds: Kafka end offsets minus the indexer's positions, to the
+    `consumer_lag` gauge and to the graph store (where `kgstream status` reads it)."""
+
+    def __init__(
+        self,
+        source: Any,
+        bootstrap_servers: str,
+        topic: str,
+        graph: GraphStore,
+        metrics: Metrics | None,
+        interval: float = 2.0,
+    ) -> None:
+        self._source = source
+        self._bootstrap, self._topic = bootstrap_servers, topic
+        self._graph, self._metrics = graph, metrics
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kgstream-lag", daemon=True)
+
+    def start(self) -> ConsumerLagReporter:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        from connectors.kafka_source import topic_end_offsets
+
+        while not self._stop.wait(self._interval):
+            try:
+                ends = topic_end_offsets(self._bootstrap, self._topic)
+                positions = self._source.positions()
+                lag = {p: max(0, end - positions.get(p, 0)) for p, end in ends.items()}
+                self._graph.set_consumer_lag(lag)
+                if self._metrics is not None:
+                    for partition, value in lag.items():
+                        self._metrics.consumer_lag.labels(partition=str(partition)).set(value)
+            except Exception:  # a broker hiccup must not kill the indexer; next tick retries
+                continue
