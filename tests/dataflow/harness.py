@@ -9,7 +9,12 @@ from pathlib import Path
 from bytewax.inputs import Source
 from bytewax.testing import TestingSource, cluster_main, run_main
 
-from connectors.embeddings import OpenAIEmbedder, OpenAIEmbeddingOptions, embedding_space_name
+from connectors.embeddings import (
+    Embedder,
+    OpenAIEmbedder,
+    OpenAIEmbeddingOptions,
+    embedding_space_name,
+)
 from connectors.graph_store import GraphStore
 from connectors.index_export import StoredIndex, read_index
 from connectors.stores import Stores
@@ -35,9 +40,15 @@ def renderer() -> Renderer:
 
 
 def new_components(redis_url: str, embeddings_url: str, vector_dir: Path) -> Components:
+    """Components embedding through the OpenAI-compatible test server (fast hash vectors)."""
     embedder = OpenAIEmbedder(
         OpenAIEmbeddingOptions(base_url=embeddings_url, model="test-embedding-model", dimension=384)
     )
+    return components_with(embedder, redis_url, vector_dir)
+
+
+def components_with(embedder: Embedder, redis_url: str, vector_dir: Path) -> Components:
+    """Offline extraction into empty stores in a fresh workspace, embedding with `embedder`."""
     graph = GraphStore.from_url(redis_url, f"flowtest{next(_workspaces)}")
     vectors = EdgeVectorStore(vector_dir, graph.workspace)
     vectors.ensure_collections(embedding_space_name(embedder), embedder.dimension)

@@ -20,19 +20,15 @@ The documents, their directories and the facts the tests rely on:
 from __future__ import annotations
 
 import functools
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.embeddings import embedding_space_name
 from connectors.embeddings_local import LocalMiniLMEmbedder
-from connectors.graph_store import GraphStore
 from connectors.stores import Stores
-from connectors.vector_store_edge import EdgeVectorStore
-from dataflow.components import Components, offline_extract_many
-from dataflow.core.documents import DocumentChange, DocumentLimits, DocumentUpsert
-from tests.dataflow.harness import CHUNKING, TOKENIZER, events, renderer, run_flow
+from dataflow.components import Components
+from dataflow.core.documents import DocumentChange, DocumentUpsert
+from tests.dataflow.harness import components_with, events, run_flow
 
 DOCUMENTS: Mapping[str, str] = {
     "projects/atlas.md": (
@@ -88,19 +84,7 @@ class Corpus:
 def new_corpus_components(redis_url: str, vector_dir: Path) -> Components:
     """Empty stores in a fresh workspace, wired like tests/dataflow/harness.py but with the
     local MiniLM embedder instead of the test server's hash vectors."""
-    embedder = shared_embedder()
-    graph = GraphStore.from_url(redis_url, f"gw-{uuid.uuid4().hex[:12]}")
-    vectors = EdgeVectorStore(vector_dir, graph.workspace)
-    vectors.ensure_collections(embedding_space_name(embedder), embedder.dimension)
-    return Components(
-        tokenizer=TOKENIZER,
-        chunking=CHUNKING,
-        limits=DocumentLimits(),
-        extract_many=offline_extract_many,
-        embedder=embedder,
-        renderer=renderer(),
-        stores=Stores(graph, vectors),
-    )
+    return components_with(shared_embedder(), redis_url, vector_dir)
 
 
 def build_corpus(

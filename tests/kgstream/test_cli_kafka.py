@@ -3,11 +3,7 @@ replay rebuilds the live index, and a kill -9 mid-stream loses and doubles nothi
 
 import itertools
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +11,9 @@ import pytest
 from connectors.kafka_producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
+from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
 from tests.support.llm_server import offline_extraction_reply
 
-ROOT = Path(__file__).resolve().parents[2]
 _topics = itertools.count()
 PEOPLE = ["Alice Moreau", "Bob Tanaka", "Carla Diaz", "Dmitri Volkov", "Erin Walsh", "Farah Khan"]
 ORGS = ["Northwind Labs", "Helios Corp", "Atlas Foundation", "Kestrel Bank"]
@@ -32,31 +28,6 @@ def document(i: int, version: int = 0) -> DocumentUpsert:
         f"{org} worked with {ORGS[(i + 1) % len(ORGS)]} on report {i}."
     )
     return DocumentUpsert(f"doc-{i:03d}", text, f"reports/doc-{i:03d}.md")
-
-
-def kgstream(*args: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "kgstream.cli", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def finish(process: subprocess.Popen, timeout: float = 120) -> str:
-    output, _ = process.communicate(timeout=timeout)
-    assert process.returncode == 0, output
-    return output
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def processed(data: Path) -> int:
@@ -92,15 +63,11 @@ def export(data: Path, env: dict[str, str]) -> dict:
 @pytest.fixture
 def env(llm_server):
     llm_server.responder = offline_extraction_reply
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
-    }
+    environment = clean_environment(llm_server.base_url)
     environment.update(
         KGSTREAM_LLM_BASE_URL=llm_server.base_url,
         KGSTREAM_LLM_MODEL="test-chat-model",
         KGSTREAM_LLM_MAX_CONCURRENCY="2",
-        KGSTREAM_EMBEDDING_BASE_URL=llm_server.base_url,
-        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
     )
     return environment
 

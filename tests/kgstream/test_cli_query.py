@@ -2,7 +2,6 @@
 (over gRPC) and against the stores directly (--data)."""
 
 import json
-import os
 import re
 import signal
 import urllib.request
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgstream.cli import main
-from tests.kgstream.test_cli_kafka import kgstream, wait_until
+from tests.kgstream.processes import clean_environment, kgstream, wait_until
 
 DOCS = {
     "people/carla.md": "Carla Diaz leads the Atlas Project at Northwind Labs in Lisbon.",
@@ -21,14 +20,7 @@ DOCS = {
 
 @pytest.fixture
 def env(llm_server):
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
-    }
-    environment.update(
-        KGSTREAM_EMBEDDING_BASE_URL=llm_server.base_url,
-        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
-    )
-    return environment
+    return clean_environment(llm_server.base_url)
 
 
 def sample(exposition: str, series: str) -> float:

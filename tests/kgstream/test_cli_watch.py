@@ -17,7 +17,7 @@ from connectors.vector_store import VectorKind, relation_point_key
 from dataflow.core.contributions import Renderer
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
 from dataflow.core.offline_extractor import extract_offline
-from tests.kgstream.test_cli_kafka import kgstream, wait_until
+from tests.kgstream.processes import clean_environment, kgstream, wait_until
 
 TOKENIZER = TiktokenTokenizer()
 
@@ -49,14 +49,7 @@ def stored_graph(data: Path) -> IndexSnapshot | None:
 
 @pytest.fixture
 def env(llm_server):
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
-    }
-    environment.update(
-        KGSTREAM_EMBEDDING_BASE_URL=llm_server.base_url,
-        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
-    )
-    return environment
+    return clean_environment(llm_server.base_url)
 
 
 def test_watched_folder_follows_every_file_operation(env, llm_server, tmp_path):

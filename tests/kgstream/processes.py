@@ -1,0 +1,50 @@
+"""Running `kgstream` as a user does, in its own process, for the CLI tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def clean_environment(llm_server_url: str) -> dict[str, str]:
+    """The caller's environment without kgstream or OpenAI settings, embedding through
+    the OpenAI-compatible test server (the local model is covered by its own tests)."""
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
+    }
+    environment.update(
+        KGSTREAM_EMBEDDING_BASE_URL=llm_server_url,
+        KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
+    )
+    return environment
+
+
+def kgstream(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kgstream.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 120) -> str:
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output
+    return output
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
