@@ -1,0 +1,170 @@
+"""The commands that run the indexer: `index` (one-shot), `run` (live) and `replay`."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from pathlib import Path
+from typing import Any
+
+from kgstream.commands.common import UserError, data_dir_lock, run_options, telemetry
+from kgstream.commands.inspection import print_status
+from kgstream.commands.serving import start_gateway
+from kgstream.settings import Settings
+
+
+def _progress_printer(label: str) -> Any:
+    from tqdm import tqdm
+
+    bar = tqdm(unit=" docs", desc=label, disable=None)
+
+    def on_commit(batch: Any) -> None:
+        if batch.completed:
+            bar.update(len(batch.completed))
+
+    return bar, on_commit
+
+
+def command_index(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.folder_source import FolderSource, FolderSourceOptions
+    from kgstream.assembly import build_components
+    from kgstream.indexer import run_indexer
+
+    folder: Path = args.folder
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder", "give the path of a folder of documents")
+    with data_dir_lock(settings.data_dir):
+        components = build_components(settings)
+        bar, on_commit = _progress_printer("indexing")
+        try:
+            source = FolderSource(
+                FolderSourceOptions(
+                    root=folder.resolve(),
+                    stop_after_scan=True,
+                    watch=False,
+                    max_document_bytes=settings.max_document_bytes,
+                )
+            )
+            run_indexer(
+                components,
+                source,
+                settings.data_dir,
+                run_options(args),
+                on_commit,
+            )
+            bar.close()
+            print_status(components.stores.graph, as_json=False)
+        finally:
+            components.close()
+    return 0
+
+
+def command_run(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.assembly import build_components, build_engine
+    from kgstream.indexer import run_indexer
+
+    with data_dir_lock(settings.data_dir), telemetry(settings) as metrics:
+        components = build_components(settings, metrics)
+        gateway = lag = None
+        try:
+            source = _live_source(settings, args, metrics)
+            if not args.no_serve:
+                engine = build_engine(settings, components.stores, components.embedder, metrics)
+                gateway = start_gateway(settings, engine, components.stores.graph)
+            if settings.kafka_bootstrap_servers and args.watch is None:
+                from kgstream.telemetry import ConsumerLagReporter
+
+                lag = ConsumerLagReporter(
+                    source,
+                    settings.kafka_bootstrap_servers,
+                    settings.kafka_topic,
+                    components.stores.graph,
+                    metrics,
+                ).start()
+            run_indexer(components, source, settings.data_dir, run_options(args))
+        finally:
+            if lag is not None:
+                lag.stop()
+            if gateway is not None:
+                gateway.stop(grace=2)
+            components.close()
+    return 0
+
+
+def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = None) -> Any:
+    if settings.kafka_bootstrap_servers and args.watch is None:
+        from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
+
+        options = KafkaSourceOptions(
+            settings.kafka_bootstrap_servers,
+            settings.kafka_topic,
+            stop_at_end=args.until_caught_up,
+        )
+        print(
+            f"kgstream: consuming {settings.kafka_topic} at {settings.kafka_bootstrap_servers} "
+            f"(data in {settings.data_dir})",
+            flush=True,
+        )
+        from kgstream.telemetry import count_dead_letter
+
+        on_dead_letter = count_dead_letter(metrics) if metrics is not None else None
+        return KafkaDocumentSource(options, on_dead_letter)
+    from connectors.folder_source import FolderSource, FolderSourceOptions
+
+    folder: Path = args.watch or Path("docs")
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder", "pass --watch DIR (or --kafka HOST:PORT)")
+    print(f"kgstream: watching {folder.resolve()} (data in {settings.data_dir})", flush=True)
+    return FolderSource(
+        FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes)
+    )
+
+
+def command_replay(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions, measure_replay
+    from kgstream.assembly import build_components
+    from kgstream.indexer import run_indexer
+
+    if not settings.kafka_bootstrap_servers:
+        raise UserError("replay needs a Kafka topic", "pass --kafka HOST:PORT [--topic NAME]")
+    if (settings.data_dir / "recovery").exists():
+        raise UserError(
+            f"{settings.data_dir} already holds an index",
+            "replay rebuilds into empty stores: give --data a new directory",
+        )
+    with data_dir_lock(settings.data_dir):
+        components = build_components(settings)
+        try:
+            if components.stores.graph.version() != 0:
+                raise UserError(
+                    "the stores are not empty",
+                    "replay into a new workspace (KGSTREAM_WORKSPACE) or clear it first",
+                )
+            bootstrap, topic = settings.kafka_bootstrap_servers, settings.kafka_topic
+            progress = measure_replay(bootstrap, topic)
+            source = KafkaDocumentSource(KafkaSourceOptions(bootstrap, topic, stop_at_end=True))
+            stop = threading.Event()
+            watcher = threading.Thread(
+                target=_show_replay_progress, args=(source, progress, stop), daemon=True
+            )
+            watcher.start()
+            try:
+                run_indexer(components, source, settings.data_dir, run_options(args))
+            finally:
+                stop.set()
+                watcher.join()
+            print_status(components.stores.graph, as_json=False)
+        finally:
+            components.close()
+    return 0
+
+
+def _show_replay_progress(source: Any, progress: Any, stop: threading.Event) -> None:
+    from tqdm import tqdm
+
+    with tqdm(total=progress.total, unit=" events", desc="replaying", disable=None) as bar:
+        while not stop.wait(0.2):
+            bar.n = progress.done(source.positions())
+            bar.refresh()
+        bar.n = progress.done(source.positions())
+        bar.refresh()

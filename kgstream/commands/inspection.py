@@ -1,0 +1,142 @@
+"""The commands that look at an index: `status`, `export`, `preview`, `config`,
+`rebuild-vectors`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from kgstream.commands.common import UserError, data_dir_lock, open_index_graph, require_index
+from kgstream.settings import Settings
+
+
+def command_config(settings: Settings, args: argparse.Namespace) -> int:
+    print(json.dumps(settings.masked(), indent=2))
+    return 0
+
+
+def command_preview(settings: Settings, args: argparse.Namespace) -> int:
+    """A first look at what kgstream finds in a folder, with nothing installed or running."""
+    from connectors.folder_scan import iter_document_paths, read_document
+    from connectors.tokenizer import TiktokenTokenizer
+    from dataflow.core.contributions import Renderer
+    from dataflow.core.documents import DocumentStatus
+    from dataflow.core.index import ReferenceIndex
+    from dataflow.core.offline_extractor import extract_offline
+
+    folder: Path = args.folder
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder", "give the path of a folder of documents")
+    tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
+    index = ReferenceIndex(
+        tokenizer, extract_offline, settings.chunking_options(), settings.document_limits()
+    )
+    index.apply_all(read_document(folder, path) for path in iter_document_paths(folder))
+    snapshot = index.snapshot(Renderer(tokenizer.count, settings.render_options()))
+    failed = [d for d in snapshot.documents.values() if d.status is DocumentStatus.FAILED]
+    print(
+        f"{len(snapshot.documents)} documents ({len(failed)} failed), "
+        f"{len(snapshot.chunks)} chunks, {len(snapshot.entities)} entities, "
+        f"{len(snapshot.relations)} relations"
+    )
+    for document in failed:
+        print(f"  FAILED {document.doc_id}: {document.reason}")
+    degree: dict[str, int] = {}
+    for source, target in snapshot.relations:
+        degree[source] = degree.get(source, 0) + 1
+        degree[target] = degree.get(target, 0) + 1
+    ranked = sorted(snapshot.entities.values(), key=lambda e: (-degree.get(e.key, 0), e.key))
+    print(f"\nTop {min(args.top, len(ranked))} entities by degree:")
+    for entity in ranked[: args.top]:
+        print(f"  {entity.name} ({entity.type}, {degree.get(entity.key, 0)} relations)")
+    return 0
+
+
+def command_status(settings: Settings, args: argparse.Namespace) -> int:
+    graph, embedded = open_index_graph(settings)
+    try:
+        print_status(graph, as_json=args.json)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+def status_data(graph: Any) -> dict[str, Any]:
+    from dataflow.core.documents import DocumentStatus
+
+    counts = graph.status_counts()
+    failed_ids, _ = graph.documents_by_status(DocumentStatus.FAILED, 0, 1000)
+    failed = graph.get_documents(failed_ids)
+    return {
+        "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
+        "index_version": graph.version(),
+        "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
+        "failures": [
+            {
+                "doc_id": doc_id,
+                "file_path": failed[doc_id].record.file_path,
+                "reason": failed[doc_id].record.reason,
+            }
+            for doc_id in failed_ids
+            if doc_id in failed
+        ],
+    }
+
+
+def print_status(graph: Any, as_json: bool) -> None:
+    data = status_data(graph)
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    counts = ", ".join(f"{name} {count}" for name, count in data["documents"].items())
+    print(f"index version {data['index_version']}; documents: {counts}")
+    if data["consumer_lag"]:
+        lag = ", ".join(f"partition {p}: {n}" for p, n in data["consumer_lag"].items())
+        print(f"consumer lag: {lag}")
+    for failure in data["failures"]:
+        print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
+
+
+def command_export(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.export import export_data, write_graphml, write_json
+
+    graph, embedded = open_index_graph(settings)
+    try:
+        data = export_data(graph)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    if args.format == "json":
+        write_json(data, args.output)
+    else:
+        write_graphml(data, args.output)
+    print(
+        f"wrote {len(data['entities'])} entities and {len(data['relations'])} relations "
+        f"to {args.output}"
+    )
+    return 0
+
+
+def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.stores import StoreLocations, open_graph_store, open_vector_store
+    from kgstream.assembly import build_embedder
+    from kgstream.maintenance import rebuild_vectors
+
+    require_index(settings)
+    with data_dir_lock(settings.data_dir):
+        locations = StoreLocations(
+            settings.data_dir, settings.workspace, settings.redis_url, settings.qdrant_url
+        )
+        graph, embedded = open_graph_store(locations)
+        vectors = open_vector_store(locations)
+        try:
+            counts = rebuild_vectors(graph, vectors, build_embedder(settings))
+        finally:
+            vectors.close()
+            if embedded is not None:
+                embedded.stop()
+    print(", ".join(f"{count} {kind}" for kind, count in counts.items()) + " re-embedded")
+    return 0

@@ -1,0 +1,127 @@
+"""The commands that answer questions: `serve` (the gateway) and `query`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+from typing import Any
+
+from kgstream.commands.common import UserError, data_dir_lock, require_index, telemetry
+from kgstream.settings import Settings
+
+
+def start_gateway(settings: Settings, engine: Any, graph: Any) -> Any:
+    from kgstream.assembly import serve_gateway
+
+    try:
+        gateway = serve_gateway(settings, engine, graph)
+    except OSError as error:
+        raise UserError(
+            str(error), "is another gateway running there? pass --grpc HOST:PORT (or --no-serve)"
+        ) from None
+    _print_serving(gateway.address)
+    return gateway
+
+
+def _print_serving(address: str) -> None:
+    print(
+        f"kgstream: gateway on {address} (gRPC; health and reflection on)\n"
+        f'  ask:   kgstream query "your question" --grpc {address}\n'
+        "  yours: kgstream run --watch YOUR_FOLDER --data YOUR_DATA_DIR\n"
+        "  LLM:   set OPENAI_BASE_URL, OPENAI_API_KEY and KGSTREAM_LLM_MODEL for answers and "
+        "LLM extraction\n"
+        "  servers: set KGSTREAM_REDIS_URL, KGSTREAM_QDRANT_URL (and --kafka HOST:PORT)\n"
+        "  stop:  Ctrl-C",
+        flush=True,
+    )
+
+
+def command_serve(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.assembly import build_embedder, build_engine, open_settings_stores
+
+    embedded = not (settings.redis_url and settings.qdrant_url)
+    lock = data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext()
+    with lock, telemetry(settings) as metrics:
+        embedder = build_embedder(settings)
+        stores = open_settings_stores(settings, embedder)
+        try:
+            engine = build_engine(settings, stores, embedder, metrics)
+            gateway = start_gateway(settings, engine, stores.graph)
+            try:
+                _wait_for_stop_signal()
+            finally:
+                gateway.stop(grace=2)
+        finally:
+            stores.close()
+    return 0
+
+
+def _wait_for_stop_signal() -> None:
+    """Block until SIGINT or SIGTERM (a container stop)."""
+    import signal
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        return
+
+
+def command_query(settings: Settings, args: argparse.Namespace) -> int:
+    from kgstream.query_command import build_request, print_result, query_json
+
+    request = build_request(args.question, args.mode, args.top_k)
+    if args.grpc:
+        result, answer = _query_gateway(args.grpc, request, args.context_only, settings)
+    else:
+        result, answer = _query_stores(settings, request, args.context_only)
+    print_result(query_json(result, answer), args.json)
+    return 0
+
+
+def _query_gateway(address: str, request: Any, context_only: bool, settings: Settings) -> Any:
+    import grpc
+
+    from protos.kgstream.v1 import query_pb2_grpc
+
+    metadata = []
+    if settings.grpc_auth_token:
+        metadata.append(("authorization", f"Bearer {settings.grpc_auth_token}"))
+    with grpc.insecure_channel(address) as channel:
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            if context_only:
+                return stub.Retrieve(request, metadata=metadata, timeout=120), None
+            response = stub.Query(request, metadata=metadata, timeout=600)
+            return response.context, response.answer
+        except grpc.RpcError as error:
+            raise UserError(
+                f"the gateway at {address} answered {error.code().name}: {error.details()}",
+                "is `kgstream run` (or `kgstream serve`) running there?",
+            ) from None
+
+
+def _query_stores(settings: Settings, request: Any, context_only: bool) -> Any:
+    from gateway.convert import query_params_from, retrieval_to_proto
+    from gateway.types import InvalidQuery
+    from kgstream.assembly import build_embedder, build_engine, open_settings_stores
+
+    require_index(settings)
+    embedded = not (settings.redis_url and settings.qdrant_url)
+    with data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext():
+        embedder = build_embedder(settings)
+        stores = open_settings_stores(settings, embedder)
+        try:
+            engine = build_engine(settings, stores, embedder)
+            params = query_params_from(request)
+            if context_only:
+                return retrieval_to_proto(engine.retrieve(params, None)), None
+            answer = engine.answer(params, None)
+            return retrieval_to_proto(answer.retrieval), answer.text
+        except InvalidQuery as error:
+            raise UserError(str(error), "see `kgstream query --help`") from None
+        finally:
+            stores.close()
