@@ -1,4 +1,5 @@
-"""Word lists of the offline extractor (dataflow/core/offline_extractor.py).
+"""Word lists of the offline extractor (dataflow/core/offline_extractor.py and its
+offline_* modules).
 
 Kept apart so the extractor reads as rules, and so the lists can grow without
 burying them. Every list is lowercase; membership is tested on lowercased
@@ -287,3 +288,35 @@ FIRST_NAMES = words(
     greta angela olaf boris keir rishi narendra recep jacinda justin kamala hillary barack
     ivan igor dmitri sofia lucia carlos luis miguel ana giulia marco luca francesco harry ron"""
 )
+
+# Derived sets, built once here because several of the extractor's modules test them.
+ROMAN_NUMERALS = words("i ii iii iv v vi vii viii ix")
+# "its only village, Skerrow": an appositive after these nouns names a place.
+GEO_APPOSITION_NOUNS = words("village town city capital hamlet island")
+CUE_WORDS = (
+    ORG_SUFFIXES
+    | ORG_HEADS
+    | GEO_SUFFIXES
+    | GEO_HEADS
+    | EVENT_SUFFIXES
+    | EVENT_SUFFIXES_WITH_YEAR
+    | EVENT_HEADS
+    | THING_WORDS
+)
+ROLE_WORDS = TITLE_WORDS | TITLE_MODIFIERS | TITLE_WORDS_BEFORE_OF | PERSON_ROLES
+# Not a name on its own ("Members", "Treasurer", "Assembly", "Swedish").
+LONE_NON_NAMES = (
+    CUE_WORDS | ROLE_WORDS | GENERIC_WORDS | DEMONYMS | {d + "s" for d in DEMONYMS}
+) - STANDALONE_CUE_NAMES
+ROLE_OR_GENERIC = ROLE_WORDS | GENERIC_WORDS
+# Never a word of a person's name.
+NOT_IN_PERSON_NAMES = CUE_WORDS | ROLE_WORDS | GENERIC_WORDS | GAZETTEER | FUNCTION_WORDS
+THING_OR_GENERIC = CUE_WORDS | GENERIC_WORDS
+# Roles that, after a name ("X, a former engineer"), make it a person.
+ROLES_AFTER_NAME = PERSON_ROLES - ORG_COMPATIBLE_ROLES
+# Tails that a bare first word may stand for ("Acme" for "Acme Corp").
+SHORTENABLE_TAILS = LEGAL_FORMS | THING_WORDS
+# Tested on raw tokens, so it holds the capitalised forms too (the one mixed-case list).
+PRONOUN_FORMS = PERSON_PRONOUNS | {p.capitalize() for p in PERSON_PRONOUNS}
+# The two apostrophes a possessive may use ("Members'", "Members’").
+APOSTROPHES = "'’"
