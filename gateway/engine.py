@@ -63,6 +63,7 @@ from gateway.types import (
 
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
+_FIRST_RELATION_READ = 256  # local-mode relations read in full before the budget is known
 _LOCAL_MODES = (Mode.LOCAL, Mode.HYBRID, Mode.MIX)
 _GLOBAL_MODES = (Mode.GLOBAL, Mode.HYBRID, Mode.MIX)
 _CHUNK_MODES = (Mode.NAIVE, Mode.MIX)
@@ -331,14 +332,24 @@ class QueryEngine:
         texts = list(dict.fromkeys(text for text in (low, high, wanted) if text))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
 
-        local = local_lane(self.stores, vectors[low], params.top_k, scope) if low else GraphLane()
         far = global_lane(self.stores, vectors[high], params.top_k, scope) if high else GraphLane()
+        limit = _FIRST_RELATION_READ
+        while True:
+            local = (
+                local_lane(self.stores, vectors[low], params.top_k, scope, limit)
+                if low
+                else GraphLane()
+            )
+            merged = round_robin([local.relations, far.relations], key=lambda r: r.record.pair)
+            relations = cut_by_tokens(
+                merged, relation_line, params.max_relation_tokens, self.tokenizer
+            )
+            kept = {relation.record.pair for relation in relations}
+            if not local.more_relations or any(r.record.pair not in kept for r in local.relations):
+                break  # the budget cut before the end of what was read: more cannot matter
+            limit *= 4
         entities = round_robin([local.entities, far.entities], key=lambda e: e.record.key)
-        relations = round_robin([local.relations, far.relations], key=lambda r: r.record.pair)
         entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
-        relations = cut_by_tokens(
-            relations, relation_line, params.max_relation_tokens, self.tokenizer
-        )
 
         from_vectors = (
             search_chunks(self.stores, vectors[wanted], params.chunk_top_k, scope) if wanted else []

@@ -66,9 +66,24 @@ class GraphLane:
 
     entities: tuple[RetrievedEntity, ...] = ()
     relations: tuple[RetrievedRelation, ...] = ()
+    more_relations: bool = False  # `relation_limit` left lower-ranked relations unread
 
 
-def local_lane(stores: Stores, vector: Sequence[float], top_k: int, scope: Scope) -> GraphLane:
+def local_lane(
+    stores: Stores,
+    vector: Sequence[float],
+    top_k: int,
+    scope: Scope,
+    relation_limit: int | None = None,
+) -> GraphLane:
+    """Entities by vector, then their one-hop relations ranked by (edge degree, weight).
+
+    Hub entities can have thousands of relations, most of which the token budget
+    will cut. Ranking needs only degrees (cheap integers), so with a
+    `relation_limit` only the top relations by degree (ties at the boundary
+    included, so the (degree, weight) order stays exact) are read in full, and
+    `more_relations` says whether the caller should ask again for more.
+    """
     hits = stores.vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter())
     if not hits:
         return GraphLane()
@@ -86,15 +101,21 @@ def local_lane(stores: Stores, vector: Sequence[float], top_k: int, scope: Scope
     pairs = list(
         dict.fromkeys(pair for entity in entities for pair in edges.get(entity.record.key, []))
     )
-    relations = graph.get_relations(pairs)
     edge_degrees = graph.edge_degrees(pairs)
+    pairs.sort(key=lambda pair: edge_degrees[pair], reverse=True)  # stable: ties keep order
+    more = relation_limit is not None and len(pairs) > relation_limit
+    if relation_limit is not None and more:
+        boundary = edge_degrees[pairs[relation_limit - 1]]
+        pairs = [pair for pair in pairs if edge_degrees[pair] >= boundary]
+        more = len(pairs) < len(edge_degrees)
+    relations = graph.get_relations(pairs)
     found = [
         RetrievedRelation(record=relations[pair], score=0.0, degree=edge_degrees[pair])
         for pair in pairs
         if pair in relations and scope.admits(relations[pair].doc_ids, relations[pair].file_paths)
     ]
     found.sort(key=lambda r: (r.degree, r.record.weight), reverse=True)  # stable: ties keep order
-    return GraphLane(entities=entities, relations=tuple(found))
+    return GraphLane(entities=entities, relations=tuple(found), more_relations=more)
 
 
 def global_lane(stores: Stores, vector: Sequence[float], top_k: int, scope: Scope) -> GraphLane:

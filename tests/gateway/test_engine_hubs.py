@@ -1,0 +1,61 @@
+"""Local mode around a hub entity: only the relations the budget can use are read in full,
+and the result is exactly what reading all of them gives."""
+
+from __future__ import annotations
+
+import pytest
+
+import gateway.engine as engine_module
+from gateway.engine import QueryEngine
+from gateway.keywords import OfflineKeywordExtractor
+from gateway.retrieval import Scope, local_lane
+from gateway.types import Mode, QueryParams
+from tests.dataflow.harness import TOKENIZER
+from tests.gateway.corpus import build_corpus
+
+PARTNERS = 120
+CITIES = ["Porto", "Geneva", "Nairobi", "Oslo"]
+
+
+def partner_document(i: int) -> str:
+    """Partners differ in degree (how many cities they work in), so edge degrees differ."""
+    text = f"Kessler Institute signed a research agreement with Partner{i:03d} Labs."
+    cities = CITIES[: i % 5]
+    if cities:
+        text += f" Partner{i:03d} Labs also works in {' and '.join(cities)}."
+    return text
+
+
+DOCUMENTS = {f"partners/p{i:03d}.md": partner_document(i) for i in range(PARTNERS)}
+
+
+@pytest.fixture(scope="module")
+def hub(redis_server, tmp_path_factory):
+    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("hub"), documents=DOCUMENTS)
+    yield built
+    built.close()
+
+
+def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
+    vector = hub.embedder.embed(["Kessler Institute"])[0]
+    full = local_lane(hub.stores, vector, 5, Scope())
+    limited = local_lane(hub.stores, vector, 5, Scope(), relation_limit=20)
+    assert len(full.relations) >= PARTNERS
+    assert limited.more_relations and not full.more_relations
+    assert 20 <= len(limited.relations) < len(full.relations)
+    assert limited.relations == full.relations[: len(limited.relations)]
+
+
+@pytest.mark.parametrize("budget", [300, 2000, 8000, 60000])
+def test_local_mode_with_a_hub_equals_reading_every_relation(hub, monkeypatch, budget):
+    engine = QueryEngine(hub.stores, hub.embedder, TOKENIZER, OfflineKeywordExtractor())
+    params = QueryParams(
+        "What agreements did Kessler Institute sign?",
+        mode=Mode.LOCAL,
+        top_k=5,
+        max_relation_tokens=budget,
+    )
+    quick = engine.retrieve(params)
+    monkeypatch.setattr(engine_module, "_FIRST_RELATION_READ", 10**9)
+    assert engine.retrieve(params) == quick
+    assert quick.relations
