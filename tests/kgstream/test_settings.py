@@ -59,3 +59,12 @@ def test_bad_setting_prints_one_line_and_a_hint(capsys, monkeypatch):
 def test_no_command_prints_help(capsys):
     assert main([]) == 0
     assert "usage: kgstream" in capsys.readouterr().out
+
+
+def test_long_text_embedding_mode_is_checked():
+    assert (
+        load_settings({"KGSTREAM_EMBEDDING_LONG_TEXT": "truncate"}).embedding_long_text
+        == "truncate"
+    )
+    with pytest.raises(SettingsError, match="embedding_long_text"):
+        load_settings({"KGSTREAM_EMBEDDING_LONG_TEXT": "average"})
