@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from connectors.backoff import Backoff
+from connectors.embedding_cache import CachedEmbedder
 from connectors.embeddings import (
     Embedder,
     OpenAIEmbedder,
@@ -53,6 +54,12 @@ def build_chat_client(settings: Settings, metrics: Metrics | None = None) -> Cha
 
 
 def build_embedder(settings: Settings) -> Embedder:
+    """The configured embedder, behind a cache of recent texts (edits re-render many
+    entities to the same text)."""
+    return CachedEmbedder(_model_embedder(settings))
+
+
+def _model_embedder(settings: Settings) -> Embedder:
     if settings.embedding_base_url:
         return OpenAIEmbedder(
             OpenAIEmbeddingOptions(
