@@ -69,6 +69,7 @@ class _Progress:
 @dataclass
 class CommitBuffer:
     progress: dict[str, _Progress] = field(default_factory=dict)
+    current_chunks: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
     acks: Counter[tuple[Ticket, str]] = field(default_factory=Counter)
     early_settles: dict[Ticket, list[ChunkSettled]] = field(default_factory=dict)
     retired: dict[Ticket, None] = field(default_factory=dict)
@@ -98,6 +99,12 @@ class CommitBuffer:
             self._retire(previous.pending.ticket)
         for chunk in pending.chunks:
             self.chunks[chunk.chunk_id] = chunk
+        if pending.record is None:
+            self.current_chunks.pop(doc_id, None)
+        else:
+            self.current_chunks[doc_id] = frozenset(
+                (c.chunk_id, c.file_path) for c in pending.chunks
+            )
         for chunk_id in pending.removed_chunk_ids:
             self.chunks[chunk_id] = None
             self.chunk_vectors[chunk_id] = None
@@ -117,10 +124,19 @@ class CommitBuffer:
             del self.retired[next(iter(self.retired))]
 
     def _settle(self, settled: ChunkSettled) -> None:
+        # A chunk's vector depends only on its id (doc id + text), so any settle may
+        # write it while the chunk is current (same id and path): with several workers
+        # a newer version's DocumentPending can overtake the settle of a kept chunk.
+        current = self.current_chunks.get(settled.ticket.doc_id, frozenset())
+        chunk = settled.chunk
+        if (
+            settled.vector is not None
+            and chunk is not None
+            and (chunk.chunk_id, chunk.file_path) in current
+        ):
+            self.chunk_vectors[chunk.chunk_id] = (chunk, settled.vector)
         if settled.ticket in self.retired:
             return
-        if settled.vector is not None and settled.chunk is not None:
-            self.chunk_vectors[settled.chunk_id] = (settled.chunk, settled.vector)
         progress = self.progress.get(settled.ticket.doc_id)
         if progress is None or progress.pending.ticket != settled.ticket:
             self.early_settles.setdefault(settled.ticket, []).append(settled)

@@ -1,0 +1,96 @@
+"""A Bytewax cluster of two OS processes (2 workers each) consuming a 3-partition topic:
+the stores equal a fresh build. Only the process that owns the commit key writes."""
+
+import itertools
+import multiprocessing
+import socket
+
+from bytewax.testing import cluster_main
+
+from connectors.graph_store import GraphStore
+from connectors.index_export import read_index
+from connectors.kafka_producer import DocumentEventProducer
+from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
+from connectors.stores import Stores
+from connectors.vector_store import VectorKind
+from connectors.vector_store_edge import EdgeVectorStore
+from dataflow.flow import build_flow
+from tests.dataflow.harness import fresh_build, new_components
+from tests.dataflow.test_kafka_flow import SCENARIO, final_documents
+
+_topics = itertools.count()
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def run_process(proc_id, addresses, bootstrap, topic, redis_url, embeddings_url, workdir, out):
+    components = new_components(redis_url, embeddings_url, workdir / f"vectors-{proc_id}")
+    workspace = components.stores.graph.workspace
+    options = KafkaSourceOptions(bootstrap, topic, stop_at_end=True)
+    flow = build_flow(KafkaDocumentSource(options), components)
+    cluster_main(flow, addresses, proc_id, worker_count_per_proc=2)
+    counts = {kind.value: components.stores.vectors.count(kind) for kind in VectorKind}
+    components.stores.vectors.close()
+    out.put((proc_id, workspace, counts))
+
+
+def test_two_process_cluster_equals_fresh_build(kafka_broker, redis_server, llm_server, tmp_path):
+    topic = f"cluster-{next(_topics)}"
+    kafka_broker.create_topic(topic, 3)
+    with DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer:
+        for change in SCENARIO:
+            producer.send(change)
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    processes = [
+        context.Process(
+            target=run_process,
+            args=(
+                proc_id,
+                addresses,
+                kafka_broker.bootstrap_servers,
+                topic,
+                redis_server.url,
+                llm_server.base_url,
+                tmp_path,
+                results,
+            ),
+        )
+        for proc_id in (0, 1)
+    ]
+    for process in processes:
+        process.start()
+    reported = [results.get(timeout=120) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+
+    expected = fresh_build(final_documents(SCENARIO))
+    writers = [r for r in reported if any(r[2].values())]
+    assert len(writers) == 1, reported  # the commit key lives on one worker of one process
+    proc_id, workspace, counts = writers[0]
+    assert counts == {
+        "chunks": len(expected.chunks),
+        "entities": len(expected.entities),
+        "relations": len(expected.relations),
+    }
+    graph = GraphStore.from_url(redis_server.url, workspace)
+    vectors = EdgeVectorStore(tmp_path / f"vectors-{proc_id}", workspace)
+    vectors.ensure_collections("test-embedding-model-384", 384)
+    try:
+        index = read_index(Stores(graph, vectors))
+        assert index.graph == expected
+        assert set(index.vectors[VectorKind.CHUNK]) == set(expected.chunks)
+        assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
+    finally:
+        vectors.close()
+        graph.clear()
