@@ -1,0 +1,688 @@
+"""The gateway's README figures: Retrieve latency per mode, and sustained requests/s.
+
+Run from the repository root:
+
+    .venv/bin/python bench/gateway_bench.py            # README figures (~12 min; 9 indexing)
+    .venv/bin/python bench/gateway_bench.py --quick    # a small smoke run (~2 min)
+    .venv/bin/python bench/gateway_bench.py --data DIR # reuse (or build once into) DIR
+
+What it does, all through the user's own commands and the real gRPC wire:
+
+1. Writes the seeded corpus of bench/corpus.py (1,000 documents by default) and
+   builds the index with `kgstream index CORPUS --data DATA` as a subprocess, with
+   the default embedded settings (offline extractor, local MiniLM, embedded redis
+   + Qdrant Edge). With `--data DIR` an index already there is reused as it is.
+2. Starts `kgstream serve --data DATA --grpc 127.0.0.1:0` as a subprocess and reads
+   the bound address from its "gateway on HOST:PORT" line.
+3. Latency: per mode (local, global, hybrid, naive, mix), sequential Retrieve calls
+   from one client, after untimed warm-up calls. Questions are seeded, about entity
+   names and topics that occur in the corpus; every mode gets the same questions.
+   The clock runs around the stub call (serialisation and the loopback included).
+4. Embedding share: the gateway embeds, per request, the texts the mode needs
+   (low-level keywords, high-level keywords, the question: one `embed` call). The
+   same texts for the same questions are embedded here, in-process, with the same
+   local MiniLM settings, so each mode's row shows what part of its latency is
+   embedding. One question alone is timed too.
+5. Sustained load: 8 client threads (each its own channel and connection) call
+   Retrieve in mode mix back to back for ~20 s; requests/s counts completed calls
+   over the wall time, with p50/p95 under load, and the server's CPU time per call.
+
+Figures are printed, never asserted. The client runs on the same 2-core machine
+as the server (and whatever else runs there): the table ends with the machine's
+load average at start and end, to quote beside the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.corpus import (  # noqa: E402
+    _TOPICS,
+    DEFAULT_SEED,
+    World,
+    build_world,
+    corpus_words,
+    generate_corpus,
+    write_corpus,
+)
+from bench.indexer_bench import (  # noqa: E402
+    IndexCounts,
+    attach_graph,
+    clean_environment,
+    count_index,
+    machine_facts,
+    percentile,
+    progress,
+    stop_process,
+)
+
+MODES = ("local", "global", "hybrid", "naive", "mix")
+LOAD_MODE = "mix"
+CALL_TIMEOUT_SECONDS = 60.0
+SERVE_START_TIMEOUT_SECONDS = 180.0
+P95_GOAL_MS = 50.0  # the issue "Stores": Retrieve p95 under 50 ms on the 1,000-doc corpus
+_GATEWAY_LINE = re.compile(r"gateway on (\S+:\d+)")
+# LightRAG's mode sets, as gateway/engine.py uses them to choose the texts it embeds.
+_LOCAL_MODES = ("local", "hybrid", "mix")
+_GLOBAL_MODES = ("global", "hybrid", "mix")
+_CHUNK_MODES = ("naive", "mix")
+
+
+# -- questions -------------------------------------------------------------------
+
+_QUESTION_TEMPLATES = (
+    "What has {person} said about {topic}?",
+    "Who does {person} work with?",
+    "What is {org} doing about {topic}?",
+    "Which organisations are based in {place}?",
+    "What happened at the {event}?",
+    "How is {topic} changing in {place}?",
+    "What are the main concerns about {topic}?",
+    "How are {person} and {org} connected?",
+)
+
+
+def names_in_corpus(names: Sequence[str], corpus: dict[str, str]) -> list[str]:
+    """The names that occur in some document (a small corpus mentions only part of the world)."""
+    text = "\n".join(corpus.values())
+    return [name for name in names if name in text]
+
+
+def build_questions(world: World, corpus: dict[str, str], count: int, seed: int) -> list[str]:
+    """`count` seeded questions about entities and topics of `corpus`."""
+    rng = random.Random(f"kgstream-gateway-bench-{seed}")
+    people = names_in_corpus([p.name for p in world.people], corpus)
+    orgs = names_in_corpus([o.name for o in world.organisations], corpus)
+    places = names_in_corpus([p.name for p in world.places], corpus)
+    events = names_in_corpus([e.name for e in world.events], corpus)
+    for kind, found in (("people", people), ("organisations", orgs), ("places", places)):
+        if not found:
+            raise ValueError(f"the corpus mentions no {kind}; use a bigger --docs")
+    events = events or [f"{places[0]} Trade Expo"]
+    questions = []
+    for _ in range(count):
+        template = rng.choice(_QUESTION_TEMPLATES)
+        questions.append(
+            template.format(
+                person=rng.choice(people),
+                org=rng.choice(orgs),
+                place=rng.choice(places),
+                event=rng.choice(events),
+                topic=rng.choice(_TOPICS),
+            )
+        )
+    return questions
+
+
+# -- results ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    mode: str
+    latencies: tuple[float, ...]  # seconds per call
+    entities: float  # mean result sizes
+    relations: float
+    chunks: float
+    errors: int
+    embed_latencies: tuple[float, ...] = ()  # in-process embed of the same texts
+    texts_embedded: float = 0.0  # mean texts per request
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    clients: int
+    seconds: float
+    latencies: tuple[float, ...]
+    errors: int
+    server_cpu_seconds: float | None
+    first_error: str = ""
+
+    @property
+    def requests_per_second(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    counts: IndexCounts
+    seconds: float | None  # None: reused
+    status_line: str
+
+
+def meets_goal(result: ModeResult) -> str:
+    """ "yes" when the mode's p95 is under the issue's goal (P95_GOAL_MS)."""
+    if not result.latencies:
+        return "no data"
+    return "yes" if percentile(result.latencies, 95) * 1000 < P95_GOAL_MS else "NO"
+
+
+def ms(values: Sequence[float], q: float) -> str:
+    return f"{percentile(values, q) * 1000:.1f}" if values else "-"
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+# -- the index and the gateway (subprocesses) ------------------------------------
+
+
+def kgstream_command(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "kgstream.cli", *arguments]
+
+
+def has_index(data_dir: Path) -> bool:
+    return (data_dir / "redis").exists() and (data_dir / "recovery").exists()
+
+
+def build_index(folder: Path, data_dir: Path, log_path: Path, timeout: float) -> tuple[float, str]:
+    """`kgstream index FOLDER --data DATA_DIR` with the default settings: (seconds, status)."""
+    command = kgstream_command("index", str(folder), "--data", str(data_dir))
+    progress(f"indexing: {' '.join(shlex.quote(c) for c in command)} (log {log_path})")
+    began = time.perf_counter()
+    with log_path.open("wb") as log:
+        process = subprocess.run(
+            command,
+            cwd=REPO_ROOT,
+            env=clean_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            check=False,
+        )
+    seconds = time.perf_counter() - began
+    output = log_path.read_text(encoding="utf-8", errors="replace")
+    if process.returncode != 0:
+        raise RuntimeError(
+            f"kgstream index exited with {process.returncode} after {seconds:.0f} s; "
+            f"see {log_path}:\n{output[-2000:]}"
+        )
+    status = next(
+        (line for line in reversed(output.splitlines()) if line.startswith("index version")), ""
+    )
+    progress(f"indexing: done in {seconds:.1f} s; {status}")
+    return seconds, status
+
+
+@contextlib.contextmanager
+def kgstream_serve(data_dir: Path, log_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`kgstream serve --data DATA_DIR --grpc 127.0.0.1:0`: (process, bound address);
+    stopped with SIGINT (as Ctrl-C) on exit."""
+    command = kgstream_command("serve", "--data", str(data_dir), "--grpc", "127.0.0.1:0")
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env=clean_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield process, wait_for_address(process, log_path)
+        finally:
+            stop_process(process)
+
+
+def wait_for_address(process: subprocess.Popen[bytes], log_path: Path) -> str:
+    """The HOST:PORT of the serve process's "gateway on HOST:PORT" line."""
+    deadline = time.monotonic() + SERVE_START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        match = _GATEWAY_LINE.search(log_path.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            return match.group(1)
+        if process.poll() is not None:
+            raise RuntimeError(f"kgstream serve exited with {process.returncode}; see {log_path}")
+        time.sleep(0.05)
+    raise TimeoutError(
+        f"kgstream serve printed no 'gateway on HOST:PORT' within "
+        f"{SERVE_START_TIMEOUT_SECONDS:.0f} s; see {log_path}"
+    )
+
+
+def group_cpu_seconds(pgid: int) -> float | None:
+    """User + system CPU seconds of every process in group `pgid` (Linux /proc): the
+    gateway started in its own session, with the embedded redis-server it spawned."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    found = False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while we looked
+        if int(fields[2]) == pgid:  # field 5, pgrp
+            found = True
+            total += int(fields[11]) + int(fields[12])  # fields 14, 15: utime, stime
+    return total / ticks if found else None
+
+
+# -- gRPC clients ----------------------------------------------------------------
+
+
+def open_channel(address: str) -> Any:
+    """A channel with its own connection (gRPC otherwise shares subchannels per process)."""
+    import grpc
+
+    channel = grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+    grpc.channel_ready_future(channel).result(timeout=30)
+    return channel
+
+
+def retrieve_stub(channel: Any) -> Any:
+    from protos.kgstream.v1 import query_pb2_grpc
+
+    return query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
+
+
+def measure_mode(address: str, mode: str, questions: Sequence[str], warmup: int) -> ModeResult:
+    """Sequential Retrieve calls in `mode`: the first `warmup` questions untimed."""
+    import grpc
+
+    from kgstream.query_command import build_request
+
+    latencies: list[float] = []
+    sizes: list[tuple[int, int, int]] = []
+    errors = 0
+    with open_channel(address) as channel:
+        stub = retrieve_stub(channel)
+        for number, question in enumerate(questions):
+            request = build_request(question, mode, None)
+            began = time.perf_counter()
+            try:
+                result = stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
+            except grpc.RpcError as error:
+                errors += 1
+                progress(f"{mode}: {error.code().name}: {error.details()}")
+                continue
+            elapsed = time.perf_counter() - began
+            if number >= warmup:
+                latencies.append(elapsed)
+                sizes.append((len(result.entities), len(result.relations), len(result.chunks)))
+    count = max(1, len(sizes))
+    return ModeResult(
+        mode,
+        tuple(latencies),
+        entities=sum(s[0] for s in sizes) / count,
+        relations=sum(s[1] for s in sizes) / count,
+        chunks=sum(s[2] for s in sizes) / count,
+        errors=errors,
+    )
+
+
+def run_load(
+    address: str,
+    questions: Sequence[str],
+    clients: int,
+    seconds: float,
+    seed: int,
+    server_pid: int,
+) -> LoadResult:
+    """`clients` threads, each with its own channel, calling Retrieve back to back."""
+    import grpc
+
+    from kgstream.query_command import build_request
+
+    channels = [open_channel(address) for _ in range(clients)]
+    start = threading.Barrier(clients + 1)
+    results: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[list[str]] = [[] for _ in range(clients)]
+    stop_at = [0.0]
+
+    def client(number: int) -> None:
+        stub = retrieve_stub(channels[number])
+        rng = random.Random(f"kgstream-gateway-load-{seed}-{number}")
+        start.wait()
+        while time.perf_counter() < stop_at[0]:
+            request = build_request(rng.choice(questions), LOAD_MODE, None)
+            began = time.perf_counter()
+            try:
+                stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
+            except grpc.RpcError as error:
+                errors[number].append(f"{error.code().name}: {error.details()}")
+                continue
+            results[number].append(time.perf_counter() - began)
+
+    threads = [
+        threading.Thread(target=client, args=(n,), name=f"bench-client-{n}", daemon=True)
+        for n in range(clients)
+    ]
+    for thread in threads:
+        thread.start()
+    cpu_before = group_cpu_seconds(server_pid)
+    began = time.perf_counter()
+    stop_at[0] = began + seconds
+    start.wait()
+    for thread in threads:
+        thread.join(timeout=seconds + CALL_TIMEOUT_SECONDS + 10)
+    wall = time.perf_counter() - began
+    cpu_after = group_cpu_seconds(server_pid)
+    for channel in channels:
+        channel.close()
+    all_errors = [message for messages in errors for message in messages]
+    server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    return LoadResult(
+        clients,
+        wall,
+        tuple(latency for latencies in results for latency in latencies),
+        len(all_errors),
+        server_cpu,
+        all_errors[0] if all_errors else "",
+    )
+
+
+# -- the embedding share (in-process) ---------------------------------------------
+
+
+def texts_embedded(question: str, mode: str, extractor: Any) -> list[str]:
+    """The texts gateway/engine.py embeds for `question` in `mode` (offline keywords)."""
+    low_words: tuple[str, ...] = ()
+    high_words: tuple[str, ...] = ()
+    if mode != "naive":
+        keywords = extractor.extract(question)
+        low_words, high_words = keywords.low_level, keywords.high_level
+        if not low_words and not high_words:
+            low_words = (question.strip(),)
+    low = ", ".join(low_words) if mode in _LOCAL_MODES else ""
+    high = ", ".join(high_words) if mode in _GLOBAL_MODES else ""
+    wanted = question.strip() if mode in _CHUNK_MODES else ""
+    return list(dict.fromkeys(text for text in (low, high, wanted) if text))
+
+
+def time_embeddings(
+    questions: Sequence[str], warmup: int
+) -> tuple[dict[str, tuple[tuple[float, ...], float]], tuple[float, ...]]:
+    """Per mode: (embed seconds per request, mean texts per request); and one question alone."""
+    from connectors.embeddings_local import LocalMiniLMEmbedder
+    from gateway.keywords import OfflineKeywordExtractor
+
+    embedder = LocalMiniLMEmbedder()  # the options the gateway's build_embedder uses
+    embedder.load()
+    extractor = OfflineKeywordExtractor()
+    for question in questions[:warmup]:
+        embedder.embed([question])
+    timed = questions[warmup:]
+    by_mode: dict[str, tuple[tuple[float, ...], float]] = {}
+    for mode in MODES:
+        seconds: list[float] = []
+        counts: list[int] = []
+        for question in timed:
+            texts = texts_embedded(question, mode, extractor)
+            began = time.perf_counter()
+            embedder.embed(texts)
+            seconds.append(time.perf_counter() - began)
+            counts.append(len(texts))
+        by_mode[mode] = (tuple(seconds), sum(counts) / max(1, len(counts)))
+    alone = []
+    for question in timed:
+        began = time.perf_counter()
+        embedder.embed([question])
+        alone.append(time.perf_counter() - began)
+    return by_mode, tuple(alone)
+
+
+# -- the report ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Report:
+    documents: int
+    words: int
+    index: IndexInfo | None
+    modes: tuple[ModeResult, ...]
+    question_embed: tuple[float, ...]
+    load: LoadResult | None
+    loads: tuple[tuple[str, str], ...]  # (when, load average)
+    notes: tuple[str, ...]
+
+
+def print_report(args: argparse.Namespace, report: Report) -> None:
+    lines = ["", "## Gateway figures (Retrieve over gRPC, embedded stores)", ""]
+    if report.modes:
+        lines += [
+            f"| mode ({args.calls} sequential calls, 1 client) | p50 ms | p95 ms | p99 ms "
+            "| of which embedding, p50 ms (texts) | entities | relations | chunks |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for m in report.modes:
+            errors = f" ({m.errors} errors)" if m.errors else ""
+            embed = (
+                f"{ms(m.embed_latencies, 50)} ({m.texts_embedded:.1f})"
+                if m.embed_latencies
+                else "-"
+            )
+            lines.append(
+                f"| {m.mode}{errors} | {ms(m.latencies, 50)} | {ms(m.latencies, 95)} "
+                f"| {ms(m.latencies, 99)} | {embed} | {m.entities:.1f} | {m.relations:.1f} "
+                f"| {m.chunks:.1f} |"
+            )
+        lines.append("")
+    if report.load is not None:
+        load = report.load
+        per_call = (
+            f"{load.server_cpu_seconds / len(load.latencies) * 1000:.1f}"
+            if load.server_cpu_seconds is not None and load.latencies
+            else "-"
+        )
+        errors = f"{load.errors} ({load.first_error})" if load.errors else "0"
+        lines += [
+            "| sustained load | clients | seconds | calls | requests/s | p50 ms | p95 ms "
+            "| p99 ms | server CPU ms/call (gateway + redis) | errors |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+            f"| Retrieve, mode {LOAD_MODE}, back to back | {load.clients} | {load.seconds:.1f} "
+            f"| {len(load.latencies):,} | {load.requests_per_second:.1f} "
+            f"| {ms(load.latencies, 50)} | {ms(load.latencies, 95)} | {ms(load.latencies, 99)} "
+            f"| {per_call} | {errors} |",
+            "",
+        ]
+    if report.modes:
+        verdicts = ", ".join(f"{m.mode} {meets_goal(m)}" for m in report.modes)
+        lines.append(f"- Retrieve p95 under {P95_GOAL_MS:.0f} ms (1 client): {verdicts}")
+    if report.question_embed:
+        lines.append(
+            "- embedding one question in-process (local MiniLM int8 ONNX, 1 thread, as the "
+            f"gateway): p50 {ms(report.question_embed, 50)} ms, "
+            f"p95 {ms(report.question_embed, 95)} ms; the embedding column times the same "
+            "texts the gateway embeds for each mode (keywords and/or question, one call)"
+        )
+    if report.index is not None:
+        c = report.index.counts
+        built = (
+            f"built by `kgstream index` in {report.index.seconds:.1f} s (start-up included)"
+            if report.index.seconds is not None
+            else "reused from --data"
+        )
+        lines.append(
+            f"- index: {c.documents:,} documents ({c.failed} failed), {c.chunks:,} chunks, "
+            f"{c.entities:,} entities, {c.relations:,} relations; {built}"
+        )
+    lines.append(
+        f"- corpus: bench/corpus.py seed {args.seed}, {report.documents:,} documents, "
+        f"{report.words:,} words; questions about its entity names and topics (seeded)"
+    )
+    lines += [f"- {note}" for note in report.notes]
+    lines += [f"- {fact}" for fact in machine_facts()]
+    lines += [f"- load average {when}: {value}" for when, value in report.loads]
+    command = " ".join(
+        shlex.quote(a) for a in [".venv/bin/python", "bench/gateway_bench.py", *sys.argv[1:]]
+    )
+    lines.append(f"- command: `{command}`")
+    print("\n".join(lines), flush=True)
+
+
+# -- command line ------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description="Print the gateway's Retrieve latency per mode and sustained requests/s "
+        "(see the module docstring). Defaults give the README figures."
+    )
+    parser.add_argument("--quick", action="store_true", help="a small smoke run (~2 min)")
+    parser.add_argument("--docs", type=int, default=None, help="corpus size (default 1000)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--calls", type=int, default=None, help="timed calls per mode (200)")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed calls per mode (20)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients under load")
+    parser.add_argument(
+        "--load-seconds", type=float, default=None, help="length of the load phase (20)"
+    )
+    parser.add_argument(
+        "--index-timeout",
+        type=float,
+        default=1800.0,
+        help="give up on `kgstream index` after this many seconds",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="data directory: reused when it holds an index, else indexed into and kept "
+        "(default: a temporary one)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="keep corpus and logs here (default: temp)"
+    )
+    return parser
+
+
+def resolve_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    quick = args.quick
+    args.docs = args.docs if args.docs is not None else (100 if quick else 1000)
+    args.calls = args.calls if args.calls is not None else (40 if quick else 200)
+    args.warmup = args.warmup if args.warmup is not None else (5 if quick else 20)
+    args.load_seconds = args.load_seconds if args.load_seconds is not None else (5 if quick else 20)
+    for name in ("docs", "calls", "clients"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name} must be >= 1; got {getattr(args, name)}")
+    if args.warmup < 0 or args.load_seconds <= 0:
+        raise SystemExit("--warmup must be >= 0 and --load-seconds > 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = resolve_defaults(build_parser().parse_args(argv))
+    loads = [("at start", load_average())]
+    notes: list[str] = []
+    with contextlib.ExitStack() as stack:
+        if args.workdir is None:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kggw-")))
+        else:
+            work = args.workdir
+            work.mkdir(parents=True, exist_ok=True)
+        data_dir: Path = args.data if args.data is not None else work / "data"
+        corpus = generate_corpus(args.docs, args.seed)
+        words = corpus_words(corpus)
+        index_seconds: float | None = None
+        if has_index(data_dir):
+            progress(
+                f"reusing the index in {data_dir} (assumed: {args.docs} docs, seed {args.seed})"
+            )
+        else:
+            folder = work / "corpus"
+            write_corpus(folder, args.docs, args.seed)
+            progress(f"corpus: {len(corpus)} documents, {words:,} words in {folder}")
+            index_seconds, _ = build_index(
+                folder, data_dir, work / "kgstream-index.log", args.index_timeout
+            )
+            loads.append(("after indexing", load_average()))
+        questions = build_questions(
+            build_world(args.seed), corpus, args.warmup + args.calls, args.seed
+        )
+        modes: list[ModeResult] = []
+        load: LoadResult | None = None
+        index: IndexInfo | None = None
+        question_embed: tuple[float, ...] = ()
+        try:
+            with kgstream_serve(data_dir, work / "kgstream-serve.log") as (process, address):
+                progress(f"gateway on {address} (pid {process.pid})")
+                graph = attach_graph(data_dir, process, work / "kgstream-serve.log")
+                try:
+                    counts = count_index(graph)
+                finally:
+                    graph.close()
+                index = IndexInfo(counts, index_seconds, "")
+                if counts.documents != args.docs:
+                    notes.append(
+                        f"the index holds {counts.documents} documents, not --docs {args.docs}"
+                    )
+                loads.append(("before the latency runs", load_average()))
+                for mode in MODES:
+                    progress(f"{mode}: {args.warmup} warm-up + {args.calls} timed calls")
+                    result = measure_mode(address, mode, questions, args.warmup)
+                    progress(
+                        f"{mode}: p50 {ms(result.latencies, 50)} ms, "
+                        f"p95 {ms(result.latencies, 95)} ms"
+                    )
+                    modes.append(result)
+                progress("embedding the same texts in-process (the gateway idle)")
+                embeds, question_embed = time_embeddings(questions, args.warmup)
+                modes = [
+                    ModeResult(
+                        m.mode,
+                        m.latencies,
+                        m.entities,
+                        m.relations,
+                        m.chunks,
+                        m.errors,
+                        embeds[m.mode][0],
+                        embeds[m.mode][1],
+                    )
+                    for m in modes
+                ]
+                loads.append(("before the load run", load_average()))
+                progress(
+                    f"load: {args.clients} clients, mode {LOAD_MODE}, {args.load_seconds:.0f} s"
+                )
+                load = run_load(
+                    address,
+                    questions,
+                    args.clients,
+                    args.load_seconds,
+                    args.seed,
+                    process.pid,
+                )
+                progress(f"load: {load.requests_per_second:.1f} requests/s")
+                loads.append(("at end", load_average()))
+        finally:
+            print_report(
+                args,
+                Report(
+                    documents=args.docs,
+                    words=words,
+                    index=index,
+                    modes=tuple(modes),
+                    question_embed=question_embed,
+                    load=load,
+                    loads=tuple(loads),
+                    notes=tuple(notes),
+                ),
+            )
+            if args.workdir is not None or args.data is not None:
+                progress(f"files kept in {args.workdir or ''} {args.data or ''}".strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,948 @@
+"""The live indexer's README figures: throughput of an initial index, and freshness of edits.
+
+Run from the repository root:
+
+    .venv/bin/python bench/indexer_bench.py            # the README figures (~20 min on 2 cores)
+    .venv/bin/python bench/indexer_bench.py --quick    # a smaller smoke run (~2.5 min)
+    .venv/bin/python bench/indexer_bench.py --only llm --llm-docs 1000   # one section
+
+What it measures, on the seeded corpus of bench/corpus.py (a fictional world,
+150-400 words a document, so one chunk each at the default 1,200-token chunks):
+
+* Throughput: `kgstream index`'s own code path (build_components + run_indexer
+  over a one-shot FolderSource) into a fresh data directory with the embedded
+  stores (redis-server + Qdrant Edge). Start-up (model load, redis start) is
+  timed apart from indexing; chunks/s is over the indexing time only.
+  - offline extractor + local MiniLM: the real default;
+  - offline extractor + embeddings from the OpenAI-compatible test server, which
+    answers at once with hash vectors: the pipeline without embedding cost;
+  - an LLM at 200 ms a call (the test server with delay_seconds=0.2 and a
+    responder that runs the offline extractor on the chunk in the prompt and
+    answers in the delimited record format, so the graph is realistic), at
+    llm_max_concurrency 4 and 16. Embeddings then come from an undelayed test
+    server, so the figure is the LLM's. Gleaning is on (the default
+    max_gleaning=1: two calls a chunk), summaries are real LLM calls too.
+  The test servers run in child processes, so their work does not share this
+  process's GIL with the indexer (they do share the machine's cores).
+* Freshness: `kgstream run` as a subprocess (the user's command with default
+  settings: offline extractor, local MiniLM, embedded stores, and its gRPC
+  gateway, here on a free port) over an index that already holds the whole
+  corpus. Each edit rewrites one document's last paragraph
+  (bench.corpus.revise_document); the clock runs from just before the file write
+  (folder) or the producer's send (Kafka, acks=all) until Redis shows the
+  document PROCESSED with the new content hash, polled every 2 ms from here.
+  Edits are sequential (each waits for the previous to be visible); the first
+  few are warm-up and not counted. Each source is measured again with the
+  test-server embeddings, to show what is embedding and what is the rest.
+
+Figures are printed, never asserted. The machine (cores, load) changes them a
+lot: the table ends with the facts to quote beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.corpus import (  # noqa: E402
+    DEFAULT_SEED,
+    corpus_words,
+    generate_corpus,
+    revise_document,
+    write_corpus,
+)
+
+POLL_SECONDS = 0.002
+VISIBLE_TIMEOUT_SECONDS = 120.0
+TOPIC = "kgstream.bench.documents"
+SOURCE_FOLDERS = ("dataflow", "connectors", "kgstream", "gateway", "protos")
+
+
+# -- results ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexCounts:
+    documents: int
+    failed: int
+    chunks: int
+    entities: int
+    relations: int
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Wall time spent inside the extract and embed calls of the dataflow's batch steps."""
+
+    extract_seconds: float = 0.0
+    embed_seconds: float = 0.0
+    texts_embedded: int = 0
+
+
+@dataclass(frozen=True)
+class ThroughputResult:
+    label: str
+    counts: IndexCounts
+    startup_seconds: float
+    seconds: float
+    steps: StepTimes = StepTimes()
+    chat_calls: int | None = None
+    note: str = ""
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.counts.chunks / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.counts.documents / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class FreshnessResult:
+    label: str
+    latencies: tuple[float, ...]
+    base_documents: int
+    note: str = ""
+    code: str = ""
+
+    def percentile(self, q: float) -> float:
+        return percentile(self.latencies, q)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100), as numpy's default."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass
+class Report:
+    throughput: list[ThroughputResult] = field(default_factory=list)
+    freshness: list[FreshnessResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def progress(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- the test LLM / embeddings server, in a child process ------------------------
+
+
+def format_extraction(extraction: Any) -> str:
+    """An `Extraction` in the delimited record format the extraction prompt asks for."""
+    from dataflow.core.prompts import COMPLETION_DELIMITER, TUPLE_DELIMITER
+
+    def clean(text: str) -> str:
+        return " ".join(text.replace(TUPLE_DELIMITER, " ").split())
+
+    d = TUPLE_DELIMITER
+    lines = [
+        f"entity{d}{clean(e.name)}{d}{clean(e.type)}{d}{clean(e.description)}"
+        for e in extraction.entities
+    ]
+    lines += [
+        f"relation{d}{clean(r.source)}{d}{clean(r.target)}{d}"
+        f"{clean(', '.join(r.keywords))}{d}{clean(r.description)}{d}{min(1.0, r.strength / 3):.2f}"
+        for r in extraction.relations
+    ]
+    lines.append(COMPLETION_DELIMITER)
+    return "\n".join(lines)
+
+
+def extraction_responder(body: dict[str, Any]) -> str:
+    """A plausible model: extraction prompts get the offline extractor's records for the
+    chunk in the prompt; gleaning turns find nothing new; summaries join the fragments."""
+    import re
+
+    from dataflow.core.offline_extractor import extract_offline
+
+    messages = body["messages"]
+    system, last = str(messages[0]["content"]), str(messages[-1]["content"])
+    if system.startswith("You merge descriptions"):
+        listing = last.split("Descriptions:\n", 1)[-1]
+        fragments = [line[2:] for line in listing.splitlines() if line.startswith("- ")]
+        return " ".join(fragments)[:1200]
+    match = re.search(r"---Text---\n(`{3,})\n(.*?)\n\1\n", last, re.DOTALL)
+    if match is None:
+        return "<|COMPLETE|>"  # a gleaning turn: nothing was missed
+    return format_extraction(extract_offline(match.group(2)))
+
+
+def serve(delay_seconds: float, responder: str) -> int:
+    """Child-process mode: run one test server until stdin closes, then print its counts."""
+    from tests.support.llm_server import EMBEDDINGS, OpenAICompatibleServer
+
+    with OpenAICompatibleServer(embedding_dimension=384) as server:
+        server.delay_seconds = delay_seconds
+        if responder == "extract":
+            server.responder = extraction_responder
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+        counts = {
+            "chat": server.chat_calls,
+            "embeddings": server.count(EMBEDDINGS),
+            "max_in_flight": server.max_in_flight,
+        }
+        print(json.dumps(counts), flush=True)
+    return 0
+
+
+class ServerProcess:
+    """`serve` in a child process; `base_url` while running, `counts` after `close`."""
+
+    def __init__(self, delay_seconds: float = 0.0, responder: str = "none") -> None:
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "serve",
+                "--delay",
+                str(delay_seconds),
+                "--responder",
+                responder,
+            ],
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if self._process.stdout is None:
+            raise RuntimeError("internal: the test server child has no stdout pipe")
+        line = self._process.stdout.readline().strip()
+        if not line.startswith("http"):
+            self._process.kill()
+            raise RuntimeError(f"the test server child did not print its URL; got {line!r}")
+        self.base_url = line
+        self.counts: dict[str, int] = {}
+
+    def close(self) -> None:
+        process = self._process
+        if process.poll() is not None:
+            return
+        if process.stdin is None or process.stdout is None:
+            raise RuntimeError("internal: the test server child has no stdin/stdout pipes")
+        process.stdin.close()
+        last = process.stdout.read().strip().splitlines()
+        process.wait(timeout=30)
+        if last:
+            self.counts = json.loads(last[-1])
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+# -- throughput (in-process, kgstream index's code path) --------------------------
+
+
+def count_index(graph: Any) -> IndexCounts:
+    from dataflow.core.documents import DocumentStatus
+
+    statuses = graph.status_counts()
+    return IndexCounts(
+        documents=sum(statuses.values()),
+        failed=statuses.get(DocumentStatus.FAILED, 0),
+        chunks=sum(1 for _ in graph.iter_chunks()),
+        entities=sum(1 for _ in graph.iter_entities()),
+        relations=sum(1 for _ in graph.iter_relations()),
+    )
+
+
+class TimedEmbedder:
+    """Wraps the real embedder to count texts and time the calls (same vectors, same space)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self.texts = 0
+
+    @property
+    def model_name(self) -> str:
+        return str(self.inner.model_name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        began = time.perf_counter()
+        try:
+            return list(self.inner.embed(texts))
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.texts += len(texts)
+
+
+class TimedExtractor:
+    """Wraps `Components.extract_many` to time it."""
+
+    def __init__(self, inner: Callable[[Sequence[str]], list[Any]]) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def __call__(self, texts: Sequence[str]) -> list[Any]:
+        began = time.perf_counter()
+        try:
+            return self.inner(texts)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+
+def index_folder(
+    label: str, folder: Path, data_dir: Path, workers: int, **settings_fields: Any
+) -> ThroughputResult:
+    """`kgstream index FOLDER --data DATA_DIR` with explicit settings, timed in parts."""
+    from connectors.folder_source import FolderSource, FolderSourceOptions
+    from kgstream.assembly import build_components
+    from kgstream.indexer import RunOptions, run_indexer
+    from kgstream.settings import Settings
+
+    settings = Settings(data_dir=data_dir, **settings_fields)
+    progress(f"{label}: indexing {folder.name} into {data_dir.name}")
+    began = time.perf_counter()
+    components = build_components(settings)
+    startup = time.perf_counter() - began
+    embedder = TimedEmbedder(components.embedder)
+    extractor = TimedExtractor(components.extract_many)
+    components.embedder, components.extract_many = embedder, extractor
+    try:
+        source = FolderSource(
+            FolderSourceOptions(
+                root=folder.resolve(),
+                stop_after_scan=True,
+                watch=False,
+                max_document_bytes=settings.max_document_bytes,
+            )
+        )
+        began = time.perf_counter()
+        run_indexer(components, source, settings.data_dir, RunOptions(workers=workers))
+        seconds = time.perf_counter() - began
+        counts = count_index(components.stores.graph)
+    finally:
+        components.close()
+    steps = StepTimes(extractor.seconds, embedder.seconds, embedder.texts)
+    result = ThroughputResult(label, counts, startup, seconds, steps)
+    progress(
+        f"{label}: {counts.documents} docs, {counts.chunks} chunks in {seconds:.1f} s "
+        f"({result.chunks_per_second:.1f} chunks/s; start-up {startup:.1f} s)"
+    )
+    return result
+
+
+def run_throughput(args: argparse.Namespace, work: Path, folder: Path, report: Report) -> None:
+    sections = args.sections
+    if "offline" in sections:
+        report.throughput.append(
+            index_folder(
+                "offline extractor, local MiniLM (default)",
+                folder,
+                work / "data-offline-local",
+                args.workers,
+            )
+        )
+    if "offline-server-embed" in sections:
+        with ServerProcess() as server:
+            result = index_folder(
+                "offline extractor, test-server embeddings",
+                folder,
+                work / "data-offline-server",
+                args.workers,
+                embedding_base_url=server.base_url,
+                embedding_model="test-embedding-model",
+            )
+        report.throughput.append(result)
+    if "llm" in sections:
+        llm_folder = work / f"corpus-{args.llm_docs}"
+        if args.llm_docs == args.docs:
+            llm_folder = folder
+        else:
+            write_corpus(llm_folder, args.llm_docs, args.seed)
+        for concurrency in args.llm_concurrency:
+            with (
+                ServerProcess(args.llm_delay, "extract") as llm,
+                ServerProcess() as embeddings,
+            ):
+                result = index_folder(
+                    f"LLM {args.llm_delay * 1000:.0f} ms/call, concurrency {concurrency}",
+                    llm_folder,
+                    work / f"data-llm-c{concurrency}",
+                    args.workers,
+                    llm_base_url=llm.base_url,
+                    llm_model="test-chat-model",
+                    llm_max_concurrency=concurrency,
+                    embedding_base_url=embeddings.base_url,
+                    embedding_model="test-embedding-model",
+                )
+            calls = llm.counts.get("chat")
+            note = f"{args.llm_docs}-doc subset" if args.llm_docs != args.docs else ""
+            if llm.counts:
+                note = ", ".join(
+                    filter(None, [note, f"peak {llm.counts.get('max_in_flight')} calls in flight"])
+                )
+            report.throughput.append(
+                ThroughputResult(
+                    result.label,
+                    result.counts,
+                    result.startup_seconds,
+                    result.seconds,
+                    result.steps,
+                    chat_calls=calls,
+                    note=note,
+                )
+            )
+
+
+# -- freshness (kgstream run as a subprocess) -------------------------------------
+
+
+def clean_environment() -> dict[str, str]:
+    """This environment without kgstream/OpenAI settings, so the subprocess runs the defaults."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("KGSTREAM_", "OPENAI_"))
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+@contextlib.contextmanager
+def kgstream_run(
+    arguments: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`kgstream run ...` in its own session, with the default settings plus `env`;
+    stopped with SIGINT (as Ctrl-C) on exit. Its gateway serves on a free port (not
+    the default 50051, which another kgstream on this machine may hold)."""
+    grpc = f"127.0.0.1:{free_port()}"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kgstream.cli", "run", *arguments, "--grpc", grpc],
+            cwd=REPO_ROOT,
+            env={**clean_environment(), **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield process
+        finally:
+            stop_process(process)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def attach_graph(data_dir: Path, process: subprocess.Popen[bytes], log_path: Path) -> Any:
+    """The running indexer's graph store, once its embedded redis answers."""
+    import redis
+
+    from connectors.graph_store import GraphStore
+    from connectors.redis_server import EmbeddedRedis
+
+    embedded = EmbeddedRedis(data_dir / "redis")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log_path}")
+        if embedded.socket_path.exists():
+            graph = GraphStore.from_url(embedded.url)
+            try:
+                graph.version()
+                return graph
+            except redis.ConnectionError:
+                pass
+        time.sleep(0.05)
+    raise TimeoutError(f"kgstream run's redis did not answer within 120 s; see {log_path}")
+
+
+def expected_hash(doc_id: str, text: str) -> str:
+    from dataflow.core.documents import DocumentUpsert, PreparedDocument, prepare_document
+
+    prepared = prepare_document(DocumentUpsert(doc_id, text.encode(), doc_id))
+    if not isinstance(prepared, PreparedDocument):
+        raise ValueError(f"the edited {doc_id} would fail: {prepared.reason}")
+    return prepared.content_hash
+
+
+def wait_visible(graph: Any, doc_id: str, content_hash: str, process: Any, log: Path) -> float:
+    """perf_counter() at the first poll that sees `doc_id` PROCESSED with `content_hash`."""
+    from dataflow.core.documents import DocumentStatus
+
+    deadline = time.perf_counter() + VISIBLE_TIMEOUT_SECONDS
+    while True:
+        stored = graph.get_documents([doc_id]).get(doc_id)
+        now = time.perf_counter()
+        if stored is not None and stored.record.content_hash == content_hash:
+            if stored.record.status is DocumentStatus.PROCESSED:
+                return now
+            if stored.record.status is DocumentStatus.FAILED:
+                raise RuntimeError(f"{doc_id} FAILED: {stored.record.reason}")
+        if now > deadline:
+            raise TimeoutError(
+                f"{doc_id} not visible with hash {content_hash[:19]}... after "
+                f"{VISIBLE_TIMEOUT_SECONDS} s; see {log}"
+            )
+        if process.poll() is not None:
+            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
+        time.sleep(POLL_SECONDS)
+
+
+def wait_processed(graph: Any, count: int, process: Any, log: Path, timeout: float) -> None:
+    from dataflow.core.documents import DocumentStatus
+
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = graph.status_counts()
+        done = statuses.get(DocumentStatus.PROCESSED, 0) + statuses.get(DocumentStatus.FAILED, 0)
+        if done >= count:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"only {done} of {count} documents indexed in {timeout} s; see {log}"
+            )
+        if process.poll() is not None:
+            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
+        time.sleep(0.05)
+
+
+def measure_edits(
+    corpus: dict[str, str],
+    edits: int,
+    warmup: int,
+    seed: int,
+    apply_edit: Callable[[str, str], None],
+    graph: Any,
+    process: Any,
+    log: Path,
+) -> tuple[float, ...]:
+    """Edit random documents one at a time; seconds from `apply_edit` to visible, per edit."""
+    rng = random.Random(f"kgstream-bench-edits-{seed}")
+    paths = sorted(corpus)
+    latencies: list[float] = []
+    for number in range(warmup + edits):
+        doc_id = rng.choice(paths)
+        text = revise_document(corpus[doc_id], seed=number, world_seed=seed)
+        corpus[doc_id] = text
+        wanted = expected_hash(doc_id, text)
+        began = time.perf_counter()
+        apply_edit(doc_id, text)
+        seen = wait_visible(graph, doc_id, wanted, process, log)
+        if number >= warmup:
+            latencies.append(seen - began)
+    return tuple(latencies)
+
+
+def run_freshness_folder(
+    args: argparse.Namespace,
+    work: Path,
+    folder: Path,
+    corpus: dict[str, str],
+    report: Report,
+    server_embeddings: bool,
+) -> None:
+    """Edits saved into the watched folder; `corpus` is the folder's current content."""
+    with contextlib.ExitStack() as stack:
+        settings: dict[str, str] = {}
+        name, label, note = "local", "folder: file save -> visible", "local MiniLM"
+        if server_embeddings:
+            server = stack.enter_context(ServerProcess())
+            settings = {
+                "embedding_base_url": server.base_url,
+                "embedding_model": "test-embedding-model",
+            }
+            name, note = "server", "test-server embeddings"
+        data_dir = work / f"data-offline-{name}"
+        if not (data_dir / "recovery").exists():
+            progress(f"freshness (folder, {note}): indexing the corpus first (not timed)")
+            index_folder("base index for freshness", folder, data_dir, args.workers, **settings)
+        log = work / f"kgstream-run-folder-{name}.log"
+        progress(
+            f"freshness (folder, {note}): kgstream run --watch, {args.edits} edits "
+            f"(+{args.warmup} warm-up)"
+        )
+        arguments = ["--watch", str(folder), "--data", str(data_dir)]
+        arguments += ["--workers", str(args.workers)]
+        env = {f"KGSTREAM_{key.upper()}": value for key, value in settings.items()}
+        code = code_version()
+        with kgstream_run(arguments, log, env) as process:
+            graph = attach_graph(data_dir, process, log)
+            # An index built before earlier edits catches up on start: wait for that first.
+            wait_caught_up(graph, corpus, process, log)
+
+            def save(doc_id: str, text: str) -> None:
+                (folder / doc_id).write_text(text, encoding="utf-8")
+
+            latencies = measure_edits(
+                corpus, args.edits, args.warmup, args.seed, save, graph, process, log
+            )
+            graph.close()
+    report.freshness.append(
+        FreshnessResult(label, latencies, len(corpus), f"{note}; in-place write", code)
+    )
+    progress(f"freshness (folder, {note}): p50 {percentile(latencies, 50) * 1000:.0f} ms")
+
+
+def wait_caught_up(graph: Any, corpus: dict[str, str], process: Any, log: Path) -> None:
+    """Until every document of `corpus` is PROCESSED with its current content hash."""
+    from dataflow.core.documents import DocumentStatus
+
+    wanted = {doc_id: expected_hash(doc_id, text) for doc_id, text in corpus.items()}
+    deadline = time.monotonic() + 3600
+    while True:
+        stored = graph.get_documents(wanted)
+        behind = [
+            doc_id
+            for doc_id, content_hash in wanted.items()
+            if doc_id not in stored
+            or stored[doc_id].record.content_hash != content_hash
+            or stored[doc_id].record.status is not DocumentStatus.PROCESSED
+        ]
+        if not behind:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(behind)} documents still behind after an hour; see {log}")
+        if process.poll() is not None:
+            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
+        time.sleep(0.1)
+
+
+def run_freshness_kafka(
+    args: argparse.Namespace, work: Path, report: Report, variants: Sequence[bool]
+) -> None:
+    """One broker; per variant (False: local MiniLM, True: test-server embeddings) a topic
+    loaded with the corpus, a `kgstream run --kafka` over it, then the timed edits."""
+    from tests.support.kafka import KafkaBroker
+
+    progress("freshness (Kafka): starting an Apache Kafka broker")
+    with KafkaBroker(work / "kafka") as broker:
+        for server_embeddings in variants:
+            with contextlib.ExitStack() as stack:
+                env: dict[str, str] = {}
+                name, note = "local", "local MiniLM"
+                if server_embeddings:
+                    server = stack.enter_context(ServerProcess())
+                    env = {
+                        "KGSTREAM_EMBEDDING_BASE_URL": server.base_url,
+                        "KGSTREAM_EMBEDDING_MODEL": "test-embedding-model",
+                    }
+                    name, note = "server", "test-server embeddings"
+                code = code_version()
+                latencies = _kafka_edits(args, work, broker, name, note, env, report)
+            report.freshness.append(
+                FreshnessResult(
+                    "Kafka: produce (acked) -> visible",
+                    latencies,
+                    args.kafka_docs,
+                    note=f"{note}; {args.kafka_partitions} partitions",
+                    code=code,
+                )
+            )
+            progress(f"freshness (Kafka, {note}): p50 {percentile(latencies, 50) * 1000:.0f} ms")
+
+
+def _kafka_edits(
+    args: argparse.Namespace,
+    work: Path,
+    broker: Any,
+    name: str,
+    note: str,
+    env: dict[str, str],
+    report: Report,
+) -> tuple[float, ...]:
+    from connectors.kafka_producer import DocumentEventProducer
+    from dataflow.core.documents import DocumentUpsert
+
+    topic = f"{TOPIC}.{name}"
+    broker.create_topic(topic, partitions=args.kafka_partitions)
+    corpus = generate_corpus(args.kafka_docs, args.seed)
+    bootstrap = broker.bootstrap_servers
+    with DocumentEventProducer(bootstrap, topic) as producer:
+
+        def send(doc_id: str, text: str) -> None:
+            producer.send(DocumentUpsert(doc_id, text.encode(), doc_id))
+
+        for doc_id, text in corpus.items():
+            send(doc_id, text)
+        data_dir = work / f"data-kafka-{name}"
+        log = work / f"kgstream-run-kafka-{name}.log"
+        arguments = ["--kafka", bootstrap, "--topic", topic, "--data", str(data_dir)]
+        arguments += ["--workers", str(args.workers)]
+        progress(f"freshness (Kafka, {note}): kgstream run --kafka over {len(corpus)} documents")
+        with kgstream_run(arguments, log, env) as process:
+            began = time.perf_counter()
+            graph = attach_graph(data_dir, process, log)
+            wait_processed(graph, len(corpus), process, log, timeout=3600)
+            report.notes.append(
+                f"Kafka initial load ({note}): {len(corpus)} docs indexed in "
+                f"{time.perf_counter() - began:.1f} s after `kgstream run --kafka` started "
+                "(start-up included)"
+            )
+            progress(f"freshness (Kafka, {note}): {args.edits} edits (+{args.warmup} warm-up)")
+            latencies = measure_edits(
+                corpus, args.edits, args.warmup, args.seed, send, graph, process, log
+            )
+            graph.close()
+    return latencies
+
+
+# -- the report ------------------------------------------------------------------
+
+
+def _git(*arguments: str) -> str:
+    return subprocess.run(
+        ["git", *arguments], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def code_version() -> str:
+    """HEAD's short hash, "+modified" when tracked source files differ from it (read-only git).
+
+    Recorded per section: on a shared tree the code can change while the bench runs,
+    and a subprocess started later runs the newer code.
+    """
+    try:
+        head = _git("rev-parse", "--short", "HEAD")
+        changed = _git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_FOLDERS)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}+modified" if changed else head
+
+
+def machine_facts() -> list[str]:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    commit = code_version()
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    return [
+        f"machine: {os.cpu_count()} CPUs (nproc), {cpu}; load average now {load}",
+        f"python {platform.python_version()} on {platform.system()} {platform.release()}; "
+        f"commit {commit}",
+    ]
+
+
+def print_report(args: argparse.Namespace, report: Report, words: int, load_before: str) -> None:
+    lines = ["", "## Indexer figures", ""]
+    if report.throughput:
+        lines += [
+            "| initial index (throughput) | docs | chunks | entities | relations | LLM calls "
+            "| texts embedded | in extract s | in embed s | total s | chunks/s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for t in report.throughput:
+            label = f"{t.label} ({t.note})" if t.note else t.label
+            calls = "-" if t.chat_calls is None else f"{t.chat_calls:,}"
+            failed = f" ({t.counts.failed} failed)" if t.counts.failed else ""
+            lines.append(
+                f"| {label} | {t.counts.documents:,}{failed} | {t.counts.chunks:,} "
+                f"| {t.counts.entities:,} | {t.counts.relations:,} | {calls} "
+                f"| {t.steps.texts_embedded:,} | {t.steps.extract_seconds:.1f} "
+                f"| {t.steps.embed_seconds:.1f} | {t.seconds:.1f} | {t.chunks_per_second:.1f} |"
+            )
+        startups = ", ".join(f"{t.startup_seconds:.1f}" for t in report.throughput)
+        lines.append("")
+        lines.append(
+            f"Start-up before indexing (model load, redis start), not in the time: {startups} s."
+        )
+        lines.append("")
+    if report.freshness:
+        lines += [
+            "| freshness (offline extractor, embedded stores) | edits | index holds | p50 ms "
+            "| p95 ms | max ms |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for f in report.freshness:
+            label = f"{f.label} ({f.note})" if f.note else f.label
+            lines.append(
+                f"| {label} | {len(f.latencies)} | {f.base_documents:,} docs "
+                f"| {f.percentile(50) * 1000:.0f} | {f.percentile(95) * 1000:.0f} "
+                f"| {max(f.latencies) * 1000:.0f} |"
+            )
+        lines.append("")
+    lines += [f"- {note}" for note in report.notes]
+    codes = {args.code_at_start} if report.throughput else set()
+    codes |= {f.code for f in report.freshness}
+    if len(codes) > 1:
+        lines.append(
+            f"- WARNING: the code changed during the run. Throughput: {args.code_at_start}; "
+            + "; ".join(f"{f.label} ({f.note}): {f.code}" for f in report.freshness)
+        )
+    lines.append(
+        f"- corpus: bench/corpus.py seed {args.seed}, {args.docs:,} documents, {words:,} words"
+    )
+    lines += [f"- {fact}" for fact in machine_facts()]
+    lines.append(f"- load average at start: {load_before}")
+    command = " ".join(
+        shlex.quote(a) for a in [".venv/bin/python", "bench/indexer_bench.py", *sys.argv[1:]]
+    )
+    lines.append(f"- command: `{command}`")
+    print("\n".join(lines), flush=True)
+
+
+# -- command line ------------------------------------------------------------------
+
+SECTIONS = (
+    "offline",
+    "offline-server-embed",
+    "llm",
+    "fresh-folder",
+    "fresh-folder-server-embed",
+    "fresh-kafka",
+    "fresh-kafka-server-embed",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description="Print the live indexer's throughput and freshness figures (see the module "
+        "docstring). Defaults give the README figures."
+    )
+    parser.add_argument("--quick", action="store_true", help="a small smoke run (~2.5 min)")
+    parser.add_argument("--docs", type=int, default=None, help="corpus size (default 1000)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--workers", type=int, default=1, help="Bytewax workers")
+    parser.add_argument(
+        "--llm-docs", type=int, default=None, help="documents for the LLM runs (default 200)"
+    )
+    parser.add_argument("--llm-delay", type=float, default=0.2, help="seconds per LLM call")
+    parser.add_argument(
+        "--llm-concurrency", type=int, nargs="+", default=[4, 16], help="llm_max_concurrency values"
+    )
+    parser.add_argument("--edits", type=int, default=None, help="timed edits (default 100)")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed first edits (default 3)")
+    parser.add_argument(
+        "--kafka-docs",
+        type=int,
+        default=None,
+        help="documents loaded through Kafka (default --docs)",
+    )
+    parser.add_argument("--kafka-partitions", type=int, default=3)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SECTIONS,
+        default=None,
+        help="run only these sections (default: all)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="keep files here (default: a temp dir)"
+    )
+    sub = parser.add_subparsers(dest="mode")
+    serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
+    serve_parser.add_argument("--delay", type=float, default=0.0)
+    serve_parser.add_argument("--responder", choices=("none", "extract"), default="none")
+    return parser
+
+
+def resolve_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    quick = args.quick
+    args.docs = args.docs if args.docs is not None else (100 if quick else 1000)
+    args.llm_docs = args.llm_docs if args.llm_docs is not None else (40 if quick else 200)
+    args.llm_docs = min(args.llm_docs, args.docs)
+    args.edits = args.edits if args.edits is not None else (20 if quick else 100)
+    args.warmup = args.warmup if args.warmup is not None else (2 if quick else 3)
+    args.kafka_docs = args.kafka_docs if args.kafka_docs is not None else args.docs
+    args.sections = tuple(args.only or SECTIONS)
+    for name in ("docs", "llm_docs", "edits", "kafka_docs", "kafka_partitions", "workers"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1; got {getattr(args, name)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.mode == "serve":
+        return serve(args.delay, args.responder)
+    args = resolve_defaults(args)
+    args.code_at_start = code_version()
+    load_before = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    temporary = args.workdir is None
+    work = Path(tempfile.mkdtemp(prefix="kgbench-")) if temporary else args.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    report = Report()
+    words = 0
+    try:
+        folder = work / "corpus"
+        if folder.exists():
+            shutil.rmtree(folder)
+        corpus = write_corpus(folder, args.docs, args.seed)
+        words = corpus_words(corpus)
+        progress(f"corpus: {len(corpus)} documents, {words:,} words in {folder}")
+        run_throughput(args, work, folder, report)
+        if "fresh-folder" in args.sections or "fresh-folder-server-embed" in args.sections:
+            current = dict(corpus)  # the folder's content as the edits change it
+            if "fresh-folder" in args.sections:
+                run_freshness_folder(args, work, folder, current, report, False)
+            if "fresh-folder-server-embed" in args.sections:
+                run_freshness_folder(args, work, folder, current, report, True)
+        kafka_variants = [
+            server_embeddings
+            for server_embeddings, section in (
+                (False, "fresh-kafka"),
+                (True, "fresh-kafka-server-embed"),
+            )
+            if section in args.sections
+        ]
+        if kafka_variants:
+            run_freshness_kafka(args, work, report, kafka_variants)
+    finally:
+        print_report(args, report, words, load_before)
+        if temporary:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            progress(f"files kept in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
