@@ -126,16 +126,31 @@ class ConsumerLagReporter:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        from connectors.kafka_source import topic_end_offsets
+        from kafka import TopicPartition
 
+        from connectors.kafka_source import new_consumer, topic_partitions
+
+        consumer = None  # one consumer for the reporter's life, made again after an error
         while not self._stop.wait(self._interval):
             try:
-                ends = topic_end_offsets(self._bootstrap, self._topic)
+                if consumer is None:
+                    consumer = new_consumer(self._bootstrap)
+                tps = [
+                    TopicPartition(self._topic, n) for n in topic_partitions(consumer, self._topic)
+                ]
+                ends = consumer.end_offsets(tps)
                 positions = self._source.positions()
-                lag = {p: max(0, end - positions.get(p, 0)) for p, end in ends.items()}
+                lag = {
+                    tp.partition: max(0, int(end) - positions.get(tp.partition, 0))
+                    for tp, end in ends.items()
+                }
                 self._graph.set_consumer_lag(lag)
                 if self._metrics is not None:
                     for partition, value in lag.items():
                         self._metrics.consumer_lag.labels(partition=str(partition)).set(value)
             except Exception:  # a broker hiccup must not kill the indexer; next tick retries
-                continue
+                if consumer is not None:
+                    consumer.close()
+                consumer = None
+        if consumer is not None:
+            consumer.close()
