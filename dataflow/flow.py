@@ -173,28 +173,25 @@ def _document_step(components: Components) -> Any:
 
 def _extract_step(components: Components) -> Any:
     def step(tasks: list[ChunkTask]) -> list[ChunkOutcome]:
-        added = [t for t in tasks if isinstance(t.change, ChunkAdded)]
-        texts = [t.change.chunk.text for t in added if isinstance(t.change, ChunkAdded)]
-        extractions = components.extract_many(texts)
+        added = [t.change.chunk for t in tasks if isinstance(t.change, ChunkAdded)]
+        texts = [chunk.text for chunk in added]
+        extractions = iter(components.extract_many(texts))
         if components.observer is not None and texts:
             components.observer.chunks_extracted(len(texts))
-        vectors = components.embed(texts)
-        results: dict[int, ChunkOutcome] = {}
-        for task, extraction, vector in zip(added, extractions, vectors, strict=True):
-            assert isinstance(task.change, ChunkAdded)
-            chunk = task.change.chunk
-            if isinstance(extraction, str):
-                removed = ChunkRemoved(chunk.chunk_id)
-                results[id(task)] = ChunkOutcome(task.ticket, removed, failure=extraction)
-            else:
-                event = ChunkExtracted(chunk, extraction)
-                results[id(task)] = ChunkOutcome(task.ticket, event, vector=vector)
+        vectors = iter(components.embed(texts))
         outcomes = []
-        for task in tasks:
-            if isinstance(task.change, ChunkRemoved):
-                outcomes.append(ChunkOutcome(task.ticket, task.change))
+        for task in tasks:  # in order: removals pass through, additions take the next results
+            change = task.change
+            if isinstance(change, ChunkRemoved):
+                outcomes.append(ChunkOutcome(task.ticket, change))
+                continue
+            extraction, vector = next(extractions), next(vectors)
+            if isinstance(extraction, str):
+                removed = ChunkRemoved(change.chunk.chunk_id)
+                outcomes.append(ChunkOutcome(task.ticket, removed, failure=extraction))
             else:
-                outcomes.append(results[id(task)])
+                event = ChunkExtracted(change.chunk, extraction)
+                outcomes.append(ChunkOutcome(task.ticket, event, vector=vector))
         return outcomes
 
     return step

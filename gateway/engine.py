@@ -256,14 +256,9 @@ class QueryEngine:
             return self._retrieve_at(params, version)
 
     def answer(self, params: QueryParams, deadline: float | None = None) -> Answer:
-        validate(params)
-        with self._reading_stores():
-            version = self._await_version(params.min_index_version, deadline)
-            key = self._cache_key(params, version)
-            cached = self.answer_cache.get(key, version) if key is not None else None
-            if cached is not None:
-                return replace(cached, cached=True, usage=Usage())
-            retrieval = self._retrieve_at(params, version)
+        version, key, cached, retrieval = self._cached_or_retrieved(params, deadline)
+        if cached is not None:
+            return replace(cached, cached=True, usage=Usage())
         llm = self.llm
         if llm is None or not _has_context(retrieval):
             return self._fixed_answer(retrieval)
@@ -284,14 +279,9 @@ class QueryEngine:
         self, params: QueryParams, deadline: float | None = None
     ) -> tuple[Retrieval, AnswerStream]:
         """The retrieval at once, then the answer's deltas; close the stream to stop the LLM."""
-        validate(params)
-        with self._reading_stores():
-            version = self._await_version(params.min_index_version, deadline)
-            key = self._cache_key(params, version)
-            cached = self.answer_cache.get(key, version) if key is not None else None
-            if cached is not None:
-                return cached.retrieval, _TextStream(cached.text)
-            retrieval = self._retrieve_at(params, version)
+        version, key, cached, retrieval = self._cached_or_retrieved(params, deadline)
+        if cached is not None:
+            return cached.retrieval, _TextStream(cached.text)
         llm = self.llm
         if llm is None or not _has_context(retrieval):
             return retrieval, _TextStream(self._fixed_answer(retrieval).text)
@@ -305,6 +295,19 @@ class QueryEngine:
             return usage
 
         return retrieval, _LLMStream(deltas, remember)
+
+    def _cached_or_retrieved(
+        self, params: QueryParams, deadline: float | None
+    ) -> tuple[int, Hashable | None, Answer | None, Retrieval]:
+        """The version read, the answer-cache key, a cached answer, else a fresh retrieval."""
+        validate(params)
+        with self._reading_stores():
+            version = self._await_version(params.min_index_version, deadline)
+            key = self._cache_key(params, version)
+            cached = self.answer_cache.get(key, version) if key is not None else None
+            if cached is not None:
+                return version, key, cached, cached.retrieval
+            return version, key, None, self._retrieve_at(params, version)
 
     def messages(self, params: QueryParams, retrieval: Retrieval) -> tuple[ChatMessage, ...]:
         """The answer prompt for `retrieval` (LightRAG's rag_response with its context)."""
