@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from connectors.graph_store import GraphStore
 from connectors.stores import Stores
 from connectors.vector_store import JsonValue, VectorKind
 from dataflow.core.index import IndexSnapshot
@@ -19,9 +20,9 @@ class StoredIndex:
     vectors: dict[VectorKind, dict[str, tuple[tuple[float, ...], dict[str, JsonValue]]]]
 
 
-def read_index(stores: Stores) -> StoredIndex:
-    graph = stores.graph
-    snapshot = IndexSnapshot(
+def read_graph(graph: GraphStore) -> IndexSnapshot:
+    """Everything the graph store holds for a workspace, sorted by id."""
+    return IndexSnapshot(
         entities={e.key: e for e in sorted(graph.iter_entities(), key=lambda e: e.key)},
         relations={r.pair: r for r in sorted(graph.iter_relations(), key=lambda r: r.pair)},
         chunks={c.chunk_id: c for c in sorted(graph.iter_chunks(), key=lambda c: c.chunk_id)},
@@ -30,6 +31,10 @@ def read_index(stores: Stores) -> StoredIndex:
             for d in sorted(graph.iter_documents(), key=lambda d: d.record.doc_id)
         },
     )
+
+
+def read_index(stores: Stores) -> StoredIndex:
+    snapshot = read_graph(stores.graph)
     vectors = {
         kind: {
             point.key: (tuple(point.vector), dict(point.payload))

@@ -112,11 +112,17 @@ def llm_summarizer(client: ChatClient, language: str) -> Summarizer:
     return summarize
 
 
-def build_components(settings: Settings, metrics: Metrics | None = None) -> Components:
-    """Everything the dataflow needs; the caller closes it (which stops embedded stores)."""
+def build_components(
+    settings: Settings, metrics: Metrics | None = None, client: ChatClient | None = None
+) -> Components:
+    """Everything the dataflow needs; the caller closes it (which stops embedded stores).
+
+    Pass `client` to share one LLM client (its concurrency bound and cache) with the
+    gateway; by default one is built from the settings.
+    """
     tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
     embedder = build_embedder(settings)
-    client = build_chat_client(settings, metrics)
+    client = client or build_chat_client(settings, metrics)
     extract_many: ExtractMany
     if client is None:
         extract_many = offline_extract_many
@@ -146,10 +152,14 @@ def build_components(settings: Settings, metrics: Metrics | None = None) -> Comp
 
 
 def build_engine(
-    settings: Settings, stores: Stores, embedder: Embedder, metrics: Metrics | None = None
+    settings: Settings,
+    stores: Stores,
+    embedder: Embedder,
+    metrics: Metrics | None = None,
+    client: ChatClient | None = None,
 ) -> Engine:
     """The query engine over the same stores, embedder and tokenizer the indexer uses."""
-    client = build_chat_client(settings, metrics)
+    client = client or build_chat_client(settings, metrics)
     keywords: KeywordExtractor = (
         OfflineKeywordExtractor() if client is None else LLMKeywordExtractor(client)
     )

@@ -60,16 +60,18 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def command_run(settings: Settings, args: argparse.Namespace) -> int:
-    from kgstream.assembly import build_components, build_engine
+    from kgstream.assembly import build_chat_client, build_components, build_engine
     from kgstream.indexer import run_indexer
 
     with data_dir_lock(settings.data_dir), telemetry(settings) as metrics:
-        components = build_components(settings, metrics)
+        client = build_chat_client(settings, metrics)  # one LLM budget for indexing and answers
+        components = build_components(settings, metrics, client)
         gateway = lag = None
         try:
             source = _live_source(settings, args, metrics)
             if not args.no_serve:
-                engine = build_engine(settings, components.stores, components.embedder, metrics)
+                stores, embedder = components.stores, components.embedder
+                engine = build_engine(settings, stores, embedder, metrics, client)
                 gateway = start_gateway(settings, engine, components.stores.graph)
             if settings.kafka_bootstrap_servers and args.watch is None:
                 from kgstream.telemetry import ConsumerLagReporter

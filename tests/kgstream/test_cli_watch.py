@@ -10,7 +10,7 @@ import pytest
 
 from connectors.embeddings import OpenAIEmbedder, OpenAIEmbeddingOptions, embedding_space_name
 from connectors.folder_scan import iter_document_paths, read_document
-from connectors.index_export import read_index
+from connectors.index_export import read_graph, read_index
 from connectors.stores import StoreLocations, open_graph_store, open_stores
 from connectors.tokenizer import TiktokenTokenizer
 from connectors.vector_store import VectorKind, relation_point_key
@@ -34,15 +34,7 @@ def stored_graph(data: Path) -> IndexSnapshot | None:
     graph, embedded = open_graph_store(StoreLocations(data))
     assert embedded is None
     try:
-        return IndexSnapshot(
-            entities={e.key: e for e in sorted(graph.iter_entities(), key=lambda e: e.key)},
-            relations={r.pair: r for r in sorted(graph.iter_relations(), key=lambda r: r.pair)},
-            chunks={c.chunk_id: c for c in sorted(graph.iter_chunks(), key=lambda c: c.chunk_id)},
-            documents={
-                d.record.doc_id: d.record
-                for d in sorted(graph.iter_documents(), key=lambda d: d.record.doc_id)
-            },
-        )
+        return read_graph(graph)
     except Exception:
         return None
 
