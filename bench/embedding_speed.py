@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connectors.embeddings_local import (
+from connectors.embeddings.local import (
     LocalEmbeddingOptions,
     LocalMiniLMEmbedder,
     locate_package_file,

@@ -414,7 +414,7 @@ def time_embeddings(
     questions: Sequence[str], warmup: int
 ) -> tuple[dict[str, tuple[tuple[float, ...], float]], tuple[float, ...]]:
     """Per mode: (embed seconds per request, mean texts per request); and one question alone."""
-    from connectors.embeddings_local import LocalMiniLMEmbedder
+    from connectors.embeddings.local import LocalMiniLMEmbedder
     from gateway.keywords import OfflineKeywordExtractor
 
     embedder = LocalMiniLMEmbedder()  # the options the gateway's build_embedder uses

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connectors.graph_store import GraphBatch, GraphStore, normalise_pair
-from connectors.redis_server import EmbeddedRedis
+from connectors.redis.embedded import EmbeddedRedis
+from connectors.redis.graph_store import GraphBatch, GraphStore, normalise_pair
 from dataflow.core.contributions import EntityRecord, RelationRecord
 
 

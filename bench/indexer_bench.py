@@ -181,7 +181,7 @@ def extraction_responder(body: dict[str, Any]) -> str:
     chunk in the prompt; gleaning turns find nothing new; summaries join the fragments."""
     import re
 
-    from dataflow.core.offline_extractor import extract_offline
+    from dataflow.core.offline.extractor import extract_offline
 
     messages = body["messages"]
     system, last = str(messages[0]["content"]), str(messages[-1]["content"])
@@ -321,7 +321,7 @@ def index_folder(
     label: str, folder: Path, data_dir: Path, workers: int, **settings_fields: Any
 ) -> ThroughputResult:
     """`kgstream index FOLDER --data DATA_DIR` with explicit settings, timed in parts."""
-    from connectors.folder_source import FolderSource, FolderSourceOptions
+    from connectors.folder.source import FolderSource, FolderSourceOptions
     from kgstream.assembly import build_components
     from kgstream.indexer import RunOptions, run_indexer
     from kgstream.settings import Settings
@@ -483,8 +483,8 @@ def attach_graph(data_dir: Path, process: subprocess.Popen[bytes], log_path: Pat
     """The running indexer's graph store, once its embedded redis answers."""
     import redis
 
-    from connectors.graph_store import GraphStore
-    from connectors.redis_server import EmbeddedRedis
+    from connectors.redis.embedded import EmbeddedRedis
+    from connectors.redis.graph_store import GraphStore
 
     embedded = EmbeddedRedis(data_dir / "redis")
     deadline = time.monotonic() + 120
@@ -696,7 +696,7 @@ def _kafka_edits(
     env: dict[str, str],
     report: Report,
 ) -> tuple[float, ...]:
-    from connectors.kafka_producer import DocumentEventProducer
+    from connectors.kafka.producer import DocumentEventProducer
     from dataflow.core.documents import DocumentUpsert
 
     topic = f"{TOPIC}.{name}"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dataflow.core.offline_extractor import extract_offline
+from dataflow.core.offline.extractor import extract_offline
 
 
 def _split(words: str) -> list[str]:

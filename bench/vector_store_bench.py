@@ -35,15 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
-from connectors.vector_store import (
+from connectors.vectors.base import (
     BaseVectorStore,
-    QdrantClientVectorStore,
     VectorFilter,
     VectorKind,
     VectorPoint,
     relation_point_key,
 )
-from connectors.vector_store_edge import EdgeVectorStore
+from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.qdrant import QdrantClientVectorStore
 
 DIMENSION = 384
 SPACE = "bench-clustered-384"

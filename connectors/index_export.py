@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from connectors.graph_store import GraphStore
+from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
-from connectors.vector_store import JsonValue, VectorKind
+from connectors.vectors.base import JsonValue, VectorKind
 from dataflow.core.index import IndexSnapshot
 
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from connectors.graph_store import GraphStore
-from connectors.redis_server import EmbeddedRedis
-from connectors.vector_store import QdrantClientVectorStore, VectorKind, VectorStore
-from connectors.vector_store_edge import EdgeVectorStore
+from connectors.redis.embedded import EmbeddedRedis
+from connectors.redis.graph_store import GraphStore
+from connectors.vectors.base import VectorKind, VectorStore
+from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.qdrant import QdrantClientVectorStore
 
 if TYPE_CHECKING:
     from dataflow.commit import CommitBatch

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from connectors.graph_store import GraphBatch
-from connectors.vector_store import VectorKind, VectorPoint, relation_point_key
+from connectors.redis.graph_store import GraphBatch
+from connectors.vectors.base import VectorKind, VectorPoint, relation_point_key
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from connectors.embeddings import Embedder
+from connectors.embeddings.base import Embedder
 from connectors.stores import Stores
 from dataflow.commit import CommitBatch
 from dataflow.core.chunking import ChunkingOptions, Tokenizer
@@ -102,6 +102,6 @@ class Components:
 
 
 def offline_extract_many(texts: Sequence[str]) -> list[Extraction | str]:
-    from dataflow.core.offline_extractor import extract_offline
+    from dataflow.core.offline.extractor import extract_offline
 
     return [extract_offline(text) for text in texts]

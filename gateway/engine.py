@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 import redis
 from qdrant_client.http.exceptions import ApiException
 
-from connectors.embeddings import Embedder
-from connectors.llm import ChatClient, DeltaStream, LLMError
+from connectors.embeddings.base import Embedder
+from connectors.llm.client import ChatClient, DeltaStream, LLMError
 from connectors.stores import Stores
 from dataflow.core.prompts import ChatMessage
 from gateway.context import (

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any, Protocol
 
-from connectors.llm import ChatClient
-from dataflow.core.offline_extractor import extract_offline
+from connectors.llm.client import ChatClient
+from dataflow.core.offline.extractor import extract_offline
 from dataflow.core.prompts import ChatMessage
 from gateway.prompts import KEYWORDS_SYSTEM, KEYWORDS_USER
 from gateway.types import Keywords
@@ -204,7 +204,7 @@ class LLMKeywordExtractor:
 
     A reply that cannot be parsed falls back to `fallback` (the offline extractor by
     default): a bad keyword reply should not fail a query that retrieval can still serve.
-    Transport failures (`connectors.llm.LLMError`) propagate.
+    Transport failures (`connectors.llm.client.LLMError`) propagate.
     """
 
     def __init__(self, client: ChatClient, fallback: KeywordExtractor | None = None) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from connectors.stores import Stores
-from connectors.vector_store import VectorFilter, VectorKind
+from connectors.vectors.base import VectorFilter, VectorKind
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import RelationPair
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation

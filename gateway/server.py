@@ -21,8 +21,8 @@ import redis
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from connectors.graph_store import GraphStore, normalise_pair
-from connectors.llm import LLMError
+from connectors.llm.client import LLMError
+from connectors.redis.graph_store import GraphStore, normalise_pair
 from dataflow.core.documents import (
     DocumentChange,
     DocumentDelete,
@@ -81,7 +81,7 @@ class Engine(Protocol):
 
 
 class EventPublisher(Protocol):
-    """What Ingest needs from connectors.kafka_producer.DocumentEventProducer."""
+    """What Ingest needs from connectors.kafka.producer.DocumentEventProducer."""
 
     topic: str
 

@@ -6,18 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from connectors.backoff import Backoff
-from connectors.embedding_cache import CachedEmbedder
-from connectors.embeddings import (
-    Embedder,
-    OpenAIEmbedder,
-    OpenAIEmbeddingOptions,
-    embedding_space_name,
-)
-from connectors.embeddings_local import LocalEmbeddingOptions, LocalMiniLMEmbedder, LongTextMode
-from connectors.graph_store import GraphStore
-from connectors.llm import ChatClient, LLMError, LLMOptions, SqliteResponseCache
-from connectors.llm_extractor import LLMExtractor, LLMExtractorOptions
+from connectors.embeddings.base import Embedder, embedding_space_name
+from connectors.embeddings.cache import CachedEmbedder
+from connectors.embeddings.local import LocalEmbeddingOptions, LocalMiniLMEmbedder, LongTextMode
+from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
+from connectors.llm.client import ChatClient, LLMError, LLMOptions, SqliteResponseCache
+from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
+from connectors.redis.graph_store import GraphStore
+from connectors.retry import Backoff
 from connectors.stores import StoreLocations, Stores, open_stores
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.components import Components, ExtractMany, offline_extract_many
@@ -171,7 +167,7 @@ def build_engine(
 def serve_gateway(settings: Settings, engine: Engine, graph: GraphStore) -> RunningServer:
     producer = None
     if settings.kafka_bootstrap_servers:
-        from connectors.kafka_producer import DocumentEventProducer
+        from connectors.kafka.producer import DocumentEventProducer
 
         producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
     options = ServerOptions(address=settings.grpc_address, auth_token=settings.grpc_auth_token)

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from connectors.graph_store import GraphStore
+from connectors.redis.graph_store import GraphStore
 
 
 def export_data(graph: GraphStore) -> dict[str, Any]:

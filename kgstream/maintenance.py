@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import TypeVar
 
-from connectors.embeddings import Embedder, embedding_space_name
-from connectors.graph_store import GraphStore
-from connectors.vector_store import VectorPoint, VectorStore
+from connectors.embeddings.base import Embedder, embedding_space_name
+from connectors.redis.graph_store import GraphStore
+from connectors.vectors.base import VectorPoint, VectorStore
 from dataflow.commit import chunk_point, entity_point, relation_point
 
 T = TypeVar("T")

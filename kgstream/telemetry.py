@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from connectors.graph_store import GraphStore
+from connectors.redis.graph_store import GraphStore
 from dataflow.commit import CommitBatch
 from dataflow.core.documents import DocumentStatus
 from dataflow.events import SourceEvent
@@ -128,7 +128,7 @@ class ConsumerLagReporter:
     def _run(self) -> None:
         from kafka import TopicPartition
 
-        from connectors.kafka_source import new_consumer, topic_partitions
+        from connectors.kafka.source import new_consumer, topic_partitions
 
         consumer = None  # one consumer for the reporter's life, made again after an error
         while not self._stop.wait(self._interval):

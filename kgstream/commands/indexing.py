@@ -26,7 +26,7 @@ def _progress_printer(label: str) -> Any:
 
 
 def command_index(settings: Settings, args: argparse.Namespace) -> int:
-    from connectors.folder_source import FolderSource, FolderSourceOptions
+    from connectors.folder.source import FolderSource, FolderSourceOptions
     from kgstream.assembly import build_components
     from kgstream.indexer import run_indexer
 
@@ -95,7 +95,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
 
 def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = None) -> Any:
     if settings.kafka_bootstrap_servers and args.watch is None:
-        from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
+        from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 
         options = KafkaSourceOptions(
             settings.kafka_bootstrap_servers,
@@ -111,7 +111,7 @@ def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = No
 
         on_dead_letter = count_dead_letter(metrics) if metrics is not None else None
         return KafkaDocumentSource(options, on_dead_letter)
-    from connectors.folder_source import FolderSource, FolderSourceOptions
+    from connectors.folder.source import FolderSource, FolderSourceOptions
 
     folder: Path = args.watch or Path("docs")
     if not folder.is_dir():
@@ -123,7 +123,7 @@ def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = No
 
 
 def command_replay(settings: Settings, args: argparse.Namespace) -> int:
-    from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions, measure_replay
+    from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions, measure_replay
     from kgstream.assembly import build_components
     from kgstream.indexer import run_indexer
 

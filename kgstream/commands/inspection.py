@@ -19,12 +19,12 @@ def command_config(settings: Settings, args: argparse.Namespace) -> int:
 
 def command_preview(settings: Settings, args: argparse.Namespace) -> int:
     """A first look at what kgstream finds in a folder, with nothing installed or running."""
-    from connectors.folder_scan import iter_document_paths, read_document
+    from connectors.folder.scan import iter_document_paths, read_document
     from connectors.tokenizer import TiktokenTokenizer
     from dataflow.core.contributions import Renderer
     from dataflow.core.documents import DocumentStatus
     from dataflow.core.index import ReferenceIndex
-    from dataflow.core.offline_extractor import extract_offline
+    from dataflow.core.offline.extractor import extract_offline
 
     folder: Path = args.folder
     if not folder.is_dir():

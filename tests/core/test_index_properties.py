@@ -9,7 +9,7 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
-from dataflow.core.offline_extractor import extract_offline
+from dataflow.core.offline.extractor import extract_offline
 
 TOKENIZER = TiktokenTokenizer()
 CHUNKING = ChunkingOptions(chunk_token_size=40, chunk_overlap_tokens=6, split_by_character="\n\n")

@@ -2,9 +2,9 @@
 
 import re
 
-from connectors.backoff import Backoff
-from connectors.llm import ChatClient, InMemoryResponseCache, LLMOptions
-from connectors.llm_extractor import LLMExtractor, LLMExtractorOptions
+from connectors.llm.client import ChatClient, InMemoryResponseCache, LLMOptions
+from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
+from connectors.retry import Backoff
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import Renderer

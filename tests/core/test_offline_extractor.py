@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from dataflow.core.extraction import Extraction
 from dataflow.core.naming import entity_key, relation_key
-from dataflow.core.offline_extractor import (
+from dataflow.core.offline.extractor import (
     OfflineExtractorOptions,
     extract_offline,
     split_sentences,

@@ -9,23 +9,19 @@ from pathlib import Path
 from bytewax.inputs import Source
 from bytewax.testing import TestingSource, cluster_main, run_main
 
-from connectors.embeddings import (
-    Embedder,
-    OpenAIEmbedder,
-    OpenAIEmbeddingOptions,
-    embedding_space_name,
-)
-from connectors.graph_store import GraphStore
+from connectors.embeddings.base import Embedder, embedding_space_name
+from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.index_export import StoredIndex, read_index
+from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from connectors.tokenizer import TiktokenTokenizer
-from connectors.vector_store_edge import EdgeVectorStore
+from connectors.vectors.edge import EdgeVectorStore
 from dataflow.components import Components, offline_extract_many
 from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentChange, DocumentLimits
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
-from dataflow.core.offline_extractor import extract_offline
+from dataflow.core.offline.extractor import extract_offline
 from dataflow.events import SourceEvent
 from dataflow.flow import build_flow
 

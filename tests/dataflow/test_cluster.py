@@ -7,13 +7,13 @@ import socket
 
 from bytewax.testing import cluster_main
 
-from connectors.graph_store import GraphStore
 from connectors.index_export import read_index
-from connectors.kafka_producer import DocumentEventProducer
-from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
+from connectors.kafka.producer import DocumentEventProducer
+from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
+from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
-from connectors.vector_store import VectorKind
-from connectors.vector_store_edge import EdgeVectorStore
+from connectors.vectors.base import VectorKind
+from connectors.vectors.edge import EdgeVectorStore
 from dataflow.flow import build_flow
 from tests.dataflow.harness import fresh_build, new_components
 from tests.dataflow.test_kafka_flow import SCENARIO, final_documents

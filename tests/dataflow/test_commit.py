@@ -1,6 +1,6 @@
 """The commit buffer when messages overtake each other (as they do across workers)."""
 
-from connectors.vector_store import VectorKind
+from connectors.vectors.base import VectorKind
 from dataflow.commit import CommitBuffer
 from dataflow.core.chunking import Chunk
 from dataflow.core.documents import DocumentRecord, DocumentStatus

@@ -2,7 +2,7 @@
 
 import pytest
 
-from connectors.vector_store import VectorKind, relation_point_key
+from connectors.vectors.base import VectorKind, relation_point_key
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
 from tests.dataflow.harness import events, fresh_build, new_components, run_flow, stored
 

@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from connectors.kafka_producer import DocumentEventProducer
-from connectors.kafka_source import KafkaDocumentSource, KafkaSourceOptions
+from connectors.kafka.producer import DocumentEventProducer
+from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from tests.dataflow.harness import fresh_build, new_components, run_flow, stored
 from tests.dataflow.test_flow import ALICE, BOB, CARLA

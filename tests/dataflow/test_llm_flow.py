@@ -5,9 +5,9 @@ from collections import Counter
 import pytest
 from bytewax.testing import TestingSource
 
-from connectors.backoff import Backoff
-from connectors.llm import ChatClient, LLMOptions
-from connectors.llm_extractor import LLMExtractorOptions
+from connectors.llm.client import ChatClient, LLMOptions
+from connectors.llm.extractor import LLMExtractorOptions
+from connectors.retry import Backoff
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentUpsert
 from kgstream.assembly import llm_extract_many, llm_summarizer

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.embeddings_local import LocalMiniLMEmbedder
+from connectors.embeddings.local import LocalMiniLMEmbedder
 from connectors.stores import Stores
 from dataflow.components import Components
 from dataflow.core.documents import DocumentChange, DocumentUpsert

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from connectors.graph_store import GraphBatch
-from connectors.llm import ChatClient, InMemoryResponseCache, LLMOptions
+from connectors.llm.client import ChatClient, InMemoryResponseCache, LLMOptions
+from connectors.redis.graph_store import GraphBatch
 from gateway.engine import QueryEngine
 from gateway.keywords import (
     LLMKeywordExtractor,

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from connectors.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphBatch, GraphStore
 from connectors.stores import Stores
 from gateway.context import chunk_budget, chunk_line, entity_line, reference_line, relation_line
 from gateway.engine import AnswerCache, QueryEngine

@@ -15,8 +15,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from connectors.graph_store import GraphStore
-from connectors.llm import ChatClient, LLMOptions
+from connectors.llm.client import ChatClient, LLMOptions
+from connectors.redis.graph_store import GraphStore
 from gateway import convert
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor

@@ -12,8 +12,8 @@ import grpc
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from connectors.event_codec import DecodedEvent, decode_message
-from connectors.kafka_producer import DocumentEventProducer
+from connectors.kafka.codec import DecodedEvent, decode_message
+from connectors.kafka.producer import DocumentEventProducer
 from dataflow.core.documents import DocumentDelete, DocumentUpsert, content_hash
 from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb

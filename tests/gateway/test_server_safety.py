@@ -12,7 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from connectors.graph_store import GraphStore
+from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from dataflow.core.documents import DocumentUpsert
 from gateway.engine import QueryEngine

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.kafka_producer import DocumentEventProducer
+from connectors.kafka.producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
 from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from connectors.embeddings import OpenAIEmbedder, OpenAIEmbeddingOptions, embedding_space_name
-from connectors.folder_scan import iter_document_paths, read_document
+from connectors.embeddings.base import embedding_space_name
+from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
+from connectors.folder.scan import iter_document_paths, read_document
 from connectors.index_export import read_graph, read_index
 from connectors.stores import StoreLocations, open_graph_store, open_stores
 from connectors.tokenizer import TiktokenTokenizer
-from connectors.vector_store import VectorKind, relation_point_key
+from connectors.vectors.base import VectorKind, relation_point_key
 from dataflow.core.contributions import Renderer
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
-from dataflow.core.offline_extractor import extract_offline
+from dataflow.core.offline.extractor import extract_offline
 from tests.kgstream.processes import clean_environment, kgstream, wait_until
 
 TOKENIZER = TiktokenTokenizer()

@@ -553,7 +553,7 @@ def offline_extraction_reply(body: dict[str, Any]) -> str:
     Extraction prompts get the records of the fenced chunk text; gleaning
     ("continue") prompts and anything else get an empty completion.
     """
-    from dataflow.core.offline_extractor import extract_offline
+    from dataflow.core.offline.extractor import extract_offline
 
     messages = body.get("messages", [])
     match = _FENCED_TEXT.search(messages[-1]["content"]) if len(messages) == 2 else None

@@ -24,7 +24,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from connectors.redis_server import EmbeddedRedis, find_redis_server
+from connectors.redis.embedded import EmbeddedRedis, find_redis_server
 
 
 def _free_port() -> int:

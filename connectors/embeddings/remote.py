@@ -1,0 +1,255 @@
+"""Embeddings from any OpenAI-compatible endpoint (the `openai` client), with retries."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import openai
+
+from connectors.retry import Backoff
+
+
+class EmbeddingRequestError(RuntimeError):
+    """The embedding endpoint failed for good (not retryable, or out of attempts)."""
+
+
+@dataclass(frozen=True)
+class OpenAIEmbeddingOptions:
+    """An OpenAI-compatible ``/embeddings`` endpoint.
+
+    ``dimension`` None means "whatever the model returns", learned from the first response.
+    ``request_dimensions`` also sends it as the API's ``dimensions`` parameter (only the
+    text-embedding-3 family accepts that). ``api_key`` may be empty for local servers that
+    check none. ``max_attempts`` counts the first try; retries wait ``backoff.delay(n)``.
+    """
+
+    base_url: str
+    model: str
+    api_key: str = ""
+    dimension: int | None = None
+    request_dimensions: bool = False
+    max_batch_size: int = 64
+    concurrency: int = 4
+    timeout_s: float = 30.0
+    max_attempts: int = 6
+    backoff: Backoff = field(default_factory=lambda: Backoff(base=0.5, cap=30.0))
+
+    def __post_init__(self) -> None:
+        if not self.base_url:
+            raise ValueError("OpenAIEmbeddingOptions.base_url is empty; e.g. http://host:8000/v1")
+        if not self.model:
+            raise ValueError("OpenAIEmbeddingOptions.model is empty; name the embedding model")
+        positive = {
+            "max_batch_size": self.max_batch_size,
+            "concurrency": self.concurrency,
+            "max_attempts": self.max_attempts,
+        }
+        for name, value in positive.items():
+            if value < 1:
+                raise ValueError(f"OpenAIEmbeddingOptions.{name} must be >= 1; got {value!r}")
+        if self.timeout_s <= 0:
+            raise ValueError(
+                f"OpenAIEmbeddingOptions.timeout_s must be > 0 seconds; got {self.timeout_s!r}"
+            )
+        if self.dimension is not None and self.dimension < 1:
+            raise ValueError(
+                f"OpenAIEmbeddingOptions.dimension must be >= 1 or None; got {self.dimension!r}"
+            )
+        if self.request_dimensions and self.dimension is None:
+            raise ValueError(
+                "OpenAIEmbeddingOptions.request_dimensions needs a dimension to request; "
+                "set dimension"
+            )
+
+
+# Sent instead of an empty key: the client refuses to start without one, and a local server
+# that checks no key ignores it.
+_NO_KEY = "no-key"
+_DIMENSION_PROBE = "dimension probe"
+
+
+def _is_retryable(error: Exception) -> bool:
+    """429, 5xx, 408 and transport failures (timeouts, refused connections) may pass."""
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code in (408, 429) or error.status_code >= 500
+    return isinstance(error, openai.APIConnectionError)  # includes APITimeoutError
+
+
+class OpenAIEmbedder:
+    """Embeds through ``openai.OpenAI().embeddings.create``: batches of at most
+    ``max_batch_size`` texts; a call with several batches fans them out over one pool of
+    ``concurrency`` threads shared by all callers of this embedder (a single-batch call runs
+    in the caller's thread). Each request is retried with backoff on rate limits, server
+    errors and timeouts; the client's own retries are off so that one policy, ours, applies.
+
+    ``sleep`` is injectable so tests can record the backoff delays instead of waiting.
+    """
+
+    def __init__(
+        self,
+        options: OpenAIEmbeddingOptions,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.options = options
+        self._sleep = sleep
+        self._client = openai.OpenAI(
+            base_url=options.base_url,
+            api_key=options.api_key or _NO_KEY,
+            timeout=options.timeout_s,
+            max_retries=0,
+        )
+        self._dimension = options.dimension
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self.options.model
+
+    @property
+    def dimension(self) -> int:
+        """The configured dimension, else the one the endpoint returns (asked once if need be)."""
+        if self._dimension is None:
+            self.embed([_DIMENSION_PROBE])  # sets self._dimension from the response
+        if self._dimension is None:
+            raise EmbeddingRequestError(
+                f"could not learn the dimension of model {self.options.model!r} from "
+                f"{self.options.base_url}; set OpenAIEmbeddingOptions.dimension"
+            )
+        return self._dimension
+
+    def close(self) -> None:
+        """Stop the worker threads and close the HTTP connections."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+        self._client.close()
+
+    def __enter__(self) -> OpenAIEmbedder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text, in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str; wrap it in a list")
+        for position, text in enumerate(texts):
+            if not text:
+                raise ValueError(
+                    f"texts[{position}] is empty; the embeddings API rejects empty input, "
+                    "so drop empty texts before embedding"
+                )
+        if not texts:
+            return []
+        size = self.options.max_batch_size
+        batches = [list(texts[start : start + size]) for start in range(0, len(texts), size)]
+        if len(batches) == 1:
+            results = [self._embed_batch(batches[0])]
+        else:
+            results = list(self._pool().map(self._embed_batch, batches))
+        return [vector for batch in results for vector in batch]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.options.concurrency, thread_name_prefix="openai-embed"
+                )
+            return self._executor
+
+    def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        failures = 0
+        while True:
+            try:
+                response = self._create(batch)
+            except openai.OpenAIError as error:
+                if not _is_retryable(error):
+                    raise EmbeddingRequestError(
+                        f"embedding request to {self.options.base_url} (model "
+                        f"{self.options.model!r}, {len(batch)} texts) failed and is not "
+                        f"retryable: {error}"
+                    ) from error
+                failures += 1
+                if failures >= self.options.max_attempts:
+                    raise EmbeddingRequestError(
+                        f"embedding request to {self.options.base_url} (model "
+                        f"{self.options.model!r}) still failing after "
+                        f"{self.options.max_attempts} attempts (max_attempts): {error}; "
+                        "check the endpoint or raise max_attempts"
+                    ) from error
+                self._sleep(self._retry_delay(error, failures - 1))
+                continue
+            return self._vectors_from(response, len(batch))
+
+    def _retry_delay(self, error: openai.OpenAIError, failures: int) -> float:
+        """The backoff delay, stretched to the server's ``Retry-After`` (seconds) when it asks
+        for longer, but never beyond ``backoff.cap``."""
+        delay = self.options.backoff.delay(failures)
+        if isinstance(error, openai.APIStatusError):
+            try:
+                asked = float(error.response.headers.get("retry-after", ""))
+            except ValueError:
+                return delay
+            if math.isfinite(asked):
+                delay = max(delay, min(asked, self.options.backoff.cap))
+        return delay
+
+    def _create(self, batch: list[str]) -> Any:
+        if self.options.request_dimensions and self.options.dimension is not None:
+            return self._client.embeddings.create(
+                input=batch,
+                model=self.options.model,
+                encoding_format="float",
+                dimensions=self.options.dimension,
+            )
+        return self._client.embeddings.create(
+            input=batch, model=self.options.model, encoding_format="float"
+        )
+
+    def _vectors_from(self, response: Any, expected: int) -> list[list[float]]:
+        items = sorted(response.data, key=lambda item: item.index)
+        if [item.index for item in items] != list(range(expected)):
+            raise EmbeddingRequestError(
+                f"embedding endpoint {self.options.base_url} answered {len(items)} vectors "
+                f"with indexes {[item.index for item in items][:10]} for {expected} texts; "
+                "it must return one vector per input, indexed 0..n-1"
+            )
+        matrix = np.asarray([item.embedding for item in items], dtype=np.float64)
+        if matrix.ndim != 2:
+            raise EmbeddingRequestError(
+                f"embedding endpoint {self.options.base_url} returned vectors of different "
+                f"lengths for model {self.options.model!r}"
+            )
+        self._check_dimension(matrix.shape[1])
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        zero = [int(i) for i in np.flatnonzero(~(norms[:, 0] > 0) | ~np.isfinite(norms[:, 0]))]
+        if zero:
+            raise EmbeddingRequestError(
+                f"embedding endpoint {self.options.base_url} returned zero or non-finite "
+                f"vectors at batch positions {zero[:10]}; they cannot be normalised"
+            )
+        normalised: list[list[float]] = (matrix / norms).tolist()
+        return normalised
+
+    def _check_dimension(self, width: int) -> None:
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = width
+            known = self._dimension
+        if width != known:
+            raise EmbeddingRequestError(
+                f"embedding endpoint {self.options.base_url} returned {width}-d vectors for "
+                f"model {self.options.model!r}, expected {known} (dimension); fix "
+                "OpenAIEmbeddingOptions.dimension or the model name"
+            )

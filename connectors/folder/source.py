@@ -1,0 +1,343 @@
+"""The watched-folder source: a folder's documents as a stream of changes.
+
+Events from watchdog are only hints. For every path they name, the source
+looks at the disk once the path has been quiet for a moment (debounce) and
+emits what is true *now*: an upsert when the file's bytes differ from what was
+last emitted, a delete when a file that was emitted is gone. The same
+resolution runs over the whole tree at start-up (against the resume snapshot,
+so changes made while the indexer was down are found, deletions included) and
+periodically (so events the OS dropped are caught). Because every step
+compares the disk with the snapshot, repeated or reordered hints are harmless.
+
+The resume snapshot is ``{relative path: fingerprint}``; the fingerprint is
+``sha256:<hex>`` of the raw bytes. A file over ``max_document_bytes`` is not
+hashed (reading a 5 GB file to learn that it is too big is the mistake this
+avoids): its fingerprint is ``oversized:<size>:<mtime_ns>`` and its upsert
+carries only the first ``max_document_bytes + 1`` bytes, enough for the core's
+`prepare_document` to fail it with its usual reason ("document is N bytes, over
+the limit ..."), where N is ``max_document_bytes + 1``, not the file's real size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from watchdog.events import (
+    EVENT_TYPE_CLOSED_NO_WRITE,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_MOVED,
+    EVENT_TYPE_OPENED,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from connectors.folder.scan import has_hidden_part, is_document_path, iter_document_paths_under
+from dataflow.core.documents import DocumentDelete, DocumentUpsert, doc_id_for_path
+from dataflow.events import SourceEvent
+
+log = logging.getLogger(__name__)
+
+PARTITION = "folder"
+"""The source's only partition: one folder is watched by one worker."""
+
+FolderSnapshot = dict[str, str]
+"""{root-relative path: fingerprint of the bytes last emitted for it}."""
+
+# How long one next_batch call may spend resolving scan paths before it hands
+# control back to Bytewax; a big initial scan is spread over many calls.
+_WORK_BUDGET_SECONDS = 0.05
+_IGNORED_EVENT_TYPES = frozenset({EVENT_TYPE_OPENED, EVENT_TYPE_CLOSED_NO_WRITE})
+
+
+@dataclass(frozen=True)
+class FolderSourceOptions:
+    """How to watch one folder.
+
+    `stop_after_scan` is the one-shot mode (``kgstream index DIR``): emit what
+    the initial scan finds against the resume snapshot, then end the stream.
+    `watch=False` relies on the periodic rescan alone, for file systems that
+    deliver no change notifications (network mounts). `poll_seconds` is how
+    often the source looks at the watcher's queue, since a watchdog thread
+    cannot wake Bytewax.
+    """
+
+    root: Path
+    debounce_seconds: float = 0.05
+    rescan_seconds: float = 30.0
+    max_document_bytes: int = 10_000_000
+    stop_after_scan: bool = False
+    watch: bool = True
+    poll_seconds: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.debounce_seconds < 0:
+            raise ValueError(f"debounce_seconds must be >= 0; got {self.debounce_seconds!r}")
+        if self.rescan_seconds <= 0:
+            raise ValueError(
+                f"rescan_seconds must be > 0; got {self.rescan_seconds!r} "
+                "(use a large value to rescan rarely)"
+            )
+        if self.max_document_bytes <= 0:
+            raise ValueError(f"max_document_bytes must be > 0; got {self.max_document_bytes!r}")
+        if self.poll_seconds <= 0:
+            raise ValueError(f"poll_seconds must be > 0; got {self.poll_seconds!r}")
+
+
+@dataclass(frozen=True)
+class _Touch:
+    """The watcher saw something happen at `relative_path` (at monotonic time `seen_at`)."""
+
+    relative_path: str
+    is_directory: bool
+    seen_at: float
+
+
+@dataclass
+class _Pending:
+    last_seen: float
+    is_directory: bool
+
+
+@dataclass(frozen=True)
+class _FileVersion:
+    content: bytes
+    fingerprint: str
+    modified_at: float
+
+
+class _TouchCollector(FileSystemEventHandler):
+    """Runs on the observer's thread: turns events into touched paths, nothing more."""
+
+    def __init__(self, root: Path, touches: queue.SimpleQueue[_Touch]) -> None:
+        self._root = str(root)
+        self._touches = touches
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _IGNORED_EVENT_TYPES:
+            return
+        if event.is_directory and event.event_type == EVENT_TYPE_MODIFIED:
+            return  # a folder's mtime moves when its children change; they have their own events
+        now = time.monotonic()
+        self._touch(event.src_path, event.is_directory, now)
+        if event.event_type == EVENT_TYPE_MOVED:
+            self._touch(event.dest_path, event.is_directory, now)
+
+    def _touch(self, raw_path: bytes | str, is_directory: bool, now: float) -> None:
+        path = os.fsdecode(raw_path)
+        if path == self._root:
+            relative = ""
+        elif path.startswith(self._root + os.sep):
+            relative = Path(path[len(self._root) + 1 :]).as_posix()
+        else:
+            return
+        if has_hidden_part(relative):
+            return  # nothing hidden is ever in the snapshot, so nothing to resolve
+        self._touches.put(_Touch(relative, is_directory, now))
+
+
+def read_file_version(path: Path, max_bytes: int) -> _FileVersion:
+    """The file's bytes (at most `max_bytes` + 1) and the fingerprint the snapshot keeps."""
+    with path.open("rb") as handle:
+        status = os.fstat(handle.fileno())
+        content = handle.read(max_bytes + 1)
+    if len(content) > max_bytes:
+        fingerprint = f"oversized:{status.st_size}:{status.st_mtime_ns}"
+    else:
+        fingerprint = "sha256:" + hashlib.sha256(content).hexdigest()
+    return _FileVersion(content, fingerprint, status.st_mtime)
+
+
+@dataclass
+class _ScanJob:
+    paths: Iterator[str]
+    whole_tree: bool
+
+
+class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
+    """The folder's only partition; see the module docstring for how it decides what to emit."""
+
+    def __init__(self, options: FolderSourceOptions, resume_state: FolderSnapshot | None) -> None:
+        self._options = options
+        self._root = options.root.absolute()
+        self._fingerprints: FolderSnapshot = dict(resume_state or {})
+        self._touches: queue.SimpleQueue[_Touch] = queue.SimpleQueue()
+        self._pending: dict[str, _Pending] = {}
+        self._jobs: deque[_ScanJob] = deque()
+        self._next_rescan: float | None = None
+        self._finished = False
+        self._observer: BaseObserver | None = None
+        if options.watch and not options.stop_after_scan:
+            # Watching starts before the scan: a change made during the scan is
+            # then either seen by the scan or reported by the watcher.
+            observer = Observer()
+            observer.schedule(
+                _TouchCollector(self._root, self._touches), str(self._root), recursive=True
+            )
+            observer.start()
+            self._observer = observer
+        self._jobs.append(_ScanJob(self._paths_under(""), whole_tree=True))
+
+    def next_batch(self) -> list[SourceEvent]:
+        if self._finished:
+            raise StopIteration
+        now = time.monotonic()
+        self._collect_touches()
+        emitted: list[SourceEvent] = []
+        for relative in self._quiet_paths(now):
+            pending = self._pending.pop(relative)
+            if pending.is_directory or self._is_real_directory(relative):
+                self._jobs.append(_ScanJob(self._paths_under(relative), whole_tree=False))
+            else:
+                self._emit_resolution(relative, emitted)
+        self._run_jobs(now + _WORK_BUDGET_SECONDS, emitted)
+        rescan_due = self._next_rescan is not None and now >= self._next_rescan
+        if rescan_due and not self._has_whole_tree_job():
+            self._next_rescan = None
+            self._jobs.append(_ScanJob(self._paths_under(""), whole_tree=True))
+        return emitted
+
+    def next_awake(self) -> datetime | None:
+        if self._jobs or self._finished:
+            return None
+        now = time.monotonic()
+        wake = now + self._options.poll_seconds if self._observer is not None else float("inf")
+        for pending in self._pending.values():
+            wake = min(wake, pending.last_seen + self._options.debounce_seconds)
+        if self._next_rescan is not None:
+            wake = min(wake, self._next_rescan)
+        if wake == float("inf"):
+            return None
+        return datetime.now(UTC) + timedelta(seconds=max(0.0, wake - now))
+
+    def snapshot(self) -> FolderSnapshot:
+        return dict(self._fingerprints)
+
+    def close(self) -> None:
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            observer.join()
+
+    def _collect_touches(self) -> None:
+        while True:
+            try:
+                touch = self._touches.get_nowait()
+            except queue.Empty:
+                return
+            pending = self._pending.get(touch.relative_path)
+            if pending is None:
+                self._pending[touch.relative_path] = _Pending(touch.seen_at, touch.is_directory)
+            else:
+                pending.last_seen = max(pending.last_seen, touch.seen_at)
+                pending.is_directory = pending.is_directory or touch.is_directory
+
+    def _quiet_paths(self, now: float) -> list[str]:
+        quiet_since = now - self._options.debounce_seconds
+        return sorted(r for r, p in self._pending.items() if p.last_seen <= quiet_since)
+
+    def _run_jobs(self, deadline: float, emitted: list[SourceEvent]) -> None:
+        while self._jobs:
+            job = self._jobs[0]
+            relative = next(job.paths, None)
+            if relative is None:
+                self._jobs.popleft()
+                if job.whole_tree:
+                    self._finish_whole_tree_scan()
+                continue
+            self._emit_resolution(relative, emitted)
+            if time.monotonic() >= deadline:
+                return
+
+    def _finish_whole_tree_scan(self) -> None:
+        if self._options.stop_after_scan:
+            self._finished = True
+        elif not self._has_whole_tree_job():
+            self._next_rescan = time.monotonic() + self._options.rescan_seconds
+
+    def _has_whole_tree_job(self) -> bool:
+        return any(job.whole_tree for job in self._jobs)
+
+    def _is_real_directory(self, relative: str) -> bool:
+        path = self._root / relative
+        return not path.is_symlink() and path.is_dir()
+
+    def _paths_under(self, relative_dir: str) -> Iterator[str]:
+        """Every path to resolve for a folder: its documents on disk, then the
+        snapshot's paths under it that the disk no longer has."""
+        seen: set[str] = set()
+        if relative_dir == "" or (
+            not has_hidden_part(relative_dir) and self._is_real_directory(relative_dir)
+        ):
+            directory = self._root / relative_dir if relative_dir else self._root
+            for path in iter_document_paths_under(self._root, directory):
+                relative = doc_id_for_path(path.relative_to(self._root).as_posix())
+                seen.add(relative)
+                yield relative
+        prefix = f"{relative_dir}/" if relative_dir else ""
+        vanished = sorted(k for k in self._fingerprints if k.startswith(prefix) and k not in seen)
+        yield from vanished
+
+    def _emit_resolution(self, relative: str, emitted: list[SourceEvent]) -> None:
+        event = self._resolve(relative)
+        if event is not None:
+            emitted.append(event)
+
+    def _resolve(self, relative: str) -> SourceEvent | None:
+        """Compare one path's current bytes on disk with the snapshot."""
+        origin = f"folder:{relative}"
+        path = self._root / relative
+        version: _FileVersion | None = None
+        if is_document_path(self._root, path):
+            try:
+                version = read_file_version(path, self._options.max_document_bytes)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                version = None  # gone between the check and the read
+            except OSError as error:
+                log.warning("skipping %s: cannot read it (%s); fix its permissions", path, error)
+                return None
+        if version is None:
+            if self._fingerprints.pop(relative, None) is None:
+                return None
+            return SourceEvent(DocumentDelete(relative), origin, time.time())
+        if self._fingerprints.get(relative) == version.fingerprint:
+            return None
+        self._fingerprints[relative] = version.fingerprint
+        change = DocumentUpsert(doc_id=relative, content=version.content, file_path=relative)
+        return SourceEvent(change, origin, version.modified_at)
+
+
+class FolderSource(FixedPartitionedSource[SourceEvent, FolderSnapshot]):
+    """A watched folder as a Bytewax source with one partition, resumable from its snapshot."""
+
+    def __init__(self, options: FolderSourceOptions) -> None:
+        self._options = options
+
+    def list_parts(self) -> list[str]:
+        return [PARTITION]
+
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: FolderSnapshot | None
+    ) -> FolderPartition:
+        if for_part != PARTITION:
+            raise ValueError(
+                f"FolderSource in step {step_id!r} has only partition {PARTITION!r}; "
+                f"got {for_part!r}"
+            )
+        if not self._options.root.is_dir():
+            raise FileNotFoundError(
+                f"watched folder {str(self._options.root)!r} (step {step_id!r}) is not a folder; "
+                "create it or point the source at another one"
+            )
+        return FolderPartition(self._options, resume_state)

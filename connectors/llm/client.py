@@ -1,0 +1,467 @@
+"""Chat calls to any OpenAI-compatible endpoint: retries, bounded concurrency, a response cache.
+
+The `openai` client does the wire work with its own retries switched off
+(``max_retries=0``): retrying here lets the policy be an injected `Backoff`, lets
+cached answers skip the network entirely, and lets the final error say which
+endpoint, model and status failed after how many attempts.
+
+Retried: 429, 5xx, timeouts and connection errors (a ``Retry-After`` header
+replaces the backoff delay, capped by ``backoff.cap``). Not retried: other 4xx
+(bad request, auth, unknown model): retrying cannot fix them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, TypeVar, cast
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
+
+from connectors.retry import Backoff
+from dataflow.core.prompts import ChatMessage, prompt_fingerprint
+
+Messages = Sequence[ChatMessage]
+T = TypeVar("T")
+
+
+class LLMError(RuntimeError):
+    """A chat call failed for good (after its retries, or with a non-retryable error)."""
+
+    def __init__(
+        self, message: str, *, endpoint: str, model: str, attempts: int, status: int | None
+    ) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.model = model
+        self.attempts = attempts
+        self.status = status
+
+
+@dataclass(frozen=True)
+class LLMOptions:
+    """Where and how to call the chat model."""
+
+    base_url: str
+    model: str
+    api_key: str = "not-needed"
+    timeout_seconds: float = 60.0
+    max_concurrency: int = 4
+    max_retries: int = 3
+    backoff: Backoff = field(default_factory=lambda: Backoff(base=1.0, cap=30.0))
+    temperature: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.base_url.strip():
+            raise ValueError(
+                "LLMOptions.base_url must be an OpenAI-compatible URL such as "
+                f"'http://127.0.0.1:8000/v1'; got {self.base_url!r}"
+            )
+        if not self.model.strip():
+            raise ValueError(f"LLMOptions.model must name the served model; got {self.model!r}")
+        if not self.timeout_seconds > 0:
+            raise ValueError(
+                f"LLMOptions.timeout_seconds must be > 0; got {self.timeout_seconds!r}"
+            )
+        if self.max_concurrency < 1:
+            raise ValueError(
+                f"LLMOptions.max_concurrency must be >= 1; got {self.max_concurrency!r}"
+            )
+        if self.max_retries < 0:
+            raise ValueError(
+                f"LLMOptions.max_retries must be >= 0 (0 = no retry); got {self.max_retries!r}"
+            )
+
+
+# ----------------------------------------------------------------------------- caches
+
+
+class ResponseCache(Protocol):
+    """Where finished chat replies are kept, keyed by `cache_key`."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, value: str) -> None: ...
+
+
+class InMemoryResponseCache:
+    """A process-local cache (tests, one-off runs)."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._values.get(key)
+
+    def put(self, key: str, value: str) -> None:
+        with self._lock:
+            self._values[key] = value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._values)
+
+
+class SqliteResponseCache:
+    """A cache file that survives restarts, so re-indexing never pays for the same prompt twice.
+
+    One connection shared by all threads behind a lock; WAL so that readers in
+    other processes are not blocked by our writes.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        )
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, value)
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SqliteResponseCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def cache_key(messages: Messages, model: str) -> str:
+    """sha256 of the prompt fingerprint and the model: same prompt, same model, same reply."""
+    return hashlib.sha256(f"{prompt_fingerprint(messages)}\0{model}".encode()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- client
+
+
+class ChatClient:
+    """Thread-safe chat calls with retries, a concurrency bound and an optional cache.
+
+    `sleep` is injectable so tests can observe retry delays without waiting.
+    """
+
+    def __init__(
+        self,
+        options: LLMOptions,
+        *,
+        cache: ResponseCache | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        observer: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.cache = cache
+        # Told (kind, served_from_cache) for every call: the hook for metrics.
+        self.observer = observer
+        self._sleep = sleep
+        self._slots = threading.BoundedSemaphore(options.max_concurrency)
+        self._endpoint = options.base_url.rstrip("/") + "/chat/completions"
+        self._openai = openai.OpenAI(
+            base_url=options.base_url,
+            api_key=options.api_key,
+            timeout=options.timeout_seconds,
+            max_retries=0,
+        )
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.options.max_concurrency
+
+    def complete(self, messages: Messages, kind: str = "other") -> str:
+        """Return the model's reply to `messages` (from the cache when it has it).
+
+        `kind` (extract, summary, answer, keywords) only labels the call for the
+        observer. Raises `LLMError` when the call fails for good.
+        """
+        key = cache_key(messages, self.options.model) if self.cache is not None else ""
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self._observe(kind, True)
+                return cached
+        self._observe(kind, False)
+        completion, attempts = self._with_retries(lambda: self._complete_once(messages))
+        reply = _reply_text(completion)
+        if reply is None:
+            raise LLMError(
+                f"LLM call to {self._endpoint} (model {self.options.model!r}) returned no text "
+                f"after {attempts} attempt(s) (choices={len(completion.choices)}); check that "
+                "the model serves chat completions",
+                endpoint=self._endpoint,
+                model=self.options.model,
+                attempts=attempts,
+                status=200,
+            )
+        if self.cache is not None:
+            self.cache.put(key, reply)
+        return reply
+
+    def complete_many(self, batch: Sequence[Messages]) -> list[str]:
+        """Complete every message tuple concurrently; replies come back in input order.
+
+        The first failure (in input order) is raised once running calls finish;
+        calls not yet started are cancelled.
+        """
+        if not batch:
+            return []
+        with ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="llm") as pool:
+            futures = [pool.submit(self.complete, messages) for messages in batch]
+            return collect_in_order(futures)
+
+    def _observe(self, kind: str, cached: bool) -> None:
+        if self.observer is not None:
+            self.observer(kind, cached)
+
+    def stream(self, messages: Messages, kind: str = "answer") -> DeltaStream:
+        """Stream the reply as text deltas (never cached).
+
+        Opening the stream is retried like `complete`; once deltas flow, an error
+        raises `LLMError` at once (text already yielded cannot be taken back).
+        The stream holds one concurrency slot from opening (retries included) until
+        it is exhausted or closed: close it (or leave its ``with`` block) to drop the
+        HTTP response early and free the slot.
+        """
+        self._observe(kind, False)
+        self._slots.acquire()
+        try:
+            chunks, _ = self._with_retries(lambda: self._open_stream(messages), hold_slot=False)
+        except BaseException:
+            self._slots.release()
+            raise
+        return DeltaStream(chunks, release=self._slots.release, wrap_error=self._stream_error)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._openai.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------- internals
+
+    def _complete_once(self, messages: Messages) -> ChatCompletion:
+        return self._openai.chat.completions.create(
+            model=self.options.model,
+            messages=_to_openai(messages),
+            temperature=self.options.temperature,
+        )
+
+    def _open_stream(self, messages: Messages) -> openai.Stream[ChatCompletionChunk]:
+        return self._openai.chat.completions.create(
+            model=self.options.model,
+            messages=_to_openai(messages),
+            temperature=self.options.temperature,
+            stream=True,
+        )
+
+    def _stream_error(self, exc: openai.OpenAIError) -> LLMError:
+        return self._final_error(exc, attempts=1, during="while streaming")
+
+    def _with_retries(self, call: Callable[[], T], *, hold_slot: bool = True) -> tuple[T, int]:
+        """Run `call`, retrying transient failures with backoff; return it with the attempt count.
+
+        A concurrency slot is held only while a request is on the wire, never while asleep.
+        """
+        failures = 0
+        while True:
+            try:
+                if not hold_slot:
+                    return call(), failures + 1
+                with self._slots:
+                    return call(), failures + 1
+            except openai.OpenAIError as exc:
+                if not _is_retryable(exc) or failures >= self.options.max_retries:
+                    raise self._final_error(exc, attempts=failures + 1) from exc
+                self._sleep(self._retry_delay(exc, failures))
+                failures += 1
+
+    def _retry_delay(self, exc: openai.OpenAIError, failures: int) -> float:
+        backoff = self.options.backoff
+        if isinstance(exc, openai.APIStatusError):
+            retry_after = _parse_retry_after(exc.response.headers.get("retry-after"))
+            if retry_after is not None:
+                return min(backoff.cap, retry_after)
+        return backoff.delay(failures)
+
+    def _final_error(self, exc: openai.OpenAIError, *, attempts: int, during: str = "") -> LLMError:
+        status: int | None = None
+        if isinstance(exc, openai.APITimeoutError):
+            reason = f"timeout after {self.options.timeout_seconds:g} s"
+            hint = "raise LLMOptions.timeout_seconds or check the server's load"
+        elif isinstance(exc, openai.APIConnectionError):
+            reason = "connection error"
+            hint = "check that the endpoint is running and reachable"
+        elif isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            reason = f"HTTP {status}"
+            hint = (
+                "check the model name, the API key and the request"
+                if status < 500 and status != 429
+                else "the server is overloaded or failing; retry later or raise "
+                "LLMOptions.max_retries"
+            )
+        else:
+            reason = type(exc).__name__
+            hint = "check that the endpoint is OpenAI-compatible"
+        where = f" {during}" if during else ""
+        return LLMError(
+            f"LLM call to {self._endpoint} (model {self.options.model!r}) failed{where} after "
+            f"{attempts} attempt(s); last error: {reason}: {exc}. Hint: {hint}.",
+            endpoint=self._endpoint,
+            model=self.options.model,
+            attempts=attempts,
+            status=status,
+        )
+
+
+class DeltaStream:
+    """Text deltas of one streamed reply, in order.
+
+    Holds one concurrency slot of its client until exhausted or closed; `close()`
+    (or leaving its ``with`` block) drops the HTTP response early and frees the slot.
+    """
+
+    def __init__(
+        self,
+        chunks: openai.Stream[ChatCompletionChunk],
+        *,
+        release: Callable[[], None],
+        wrap_error: Callable[[openai.OpenAIError], LLMError],
+    ) -> None:
+        self._chunks = chunks
+        self._release = release
+        self._wrap_error = wrap_error
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> DeltaStream:
+        return self
+
+    def __next__(self) -> str:
+        while not self._closed:
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self.close()
+                raise
+            except openai.OpenAIError as exc:
+                self.close()
+                raise self._wrap_error(exc) from exc
+            if chunk.choices and chunk.choices[0].delta.content:
+                return chunk.choices[0].delta.content
+        raise StopIteration
+
+    def close(self) -> None:
+        """Close the HTTP response and free the concurrency slot (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._chunks.close()
+        finally:
+            self._release()
+
+    def __enter__(self) -> DeltaStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Safety net for a stream dropped without close(): never leak a concurrency slot.
+        if not getattr(self, "_closed", True):
+            self.close()
+
+
+def collect_in_order(futures: Sequence[Future[T]]) -> list[T]:
+    """Return the futures' results in order; on the first error cancel the rest and raise it."""
+    results: list[T] = []
+    try:
+        for future in futures:
+            results.append(future.result())
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    return results
+
+
+def _is_retryable(exc: openai.OpenAIError) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header: a number of seconds or an HTTP date."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_tz(value)
+        if parsed is None:
+            return None
+        seconds = email.utils.mktime_tz(parsed) - time.time()
+    if seconds != seconds or seconds < 0:  # NaN or in the past
+        return None
+    return seconds
+
+
+def _reply_text(completion: ChatCompletion) -> str | None:
+    if not completion.choices:
+        return None
+    return completion.choices[0].message.content
+
+
+def _to_openai(messages: Messages) -> list[ChatCompletionMessageParam]:
+    return [
+        cast(ChatCompletionMessageParam, {"role": m.role, "content": m.content}) for m in messages
+    ]

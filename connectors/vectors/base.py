@@ -1,0 +1,566 @@
+"""The vector store: three Qdrant collections per workspace (chunks, entities, relations).
+
+Why it looks the way it does:
+
+- **One space per collection.** A collection is named
+  ``kg_{workspace}_{kind}_{space}`` where ``space`` names the embedding model and its
+  dimension (``all-minilm-l6-v2-384``), and each collection records that space in its
+  metadata. Opening a workspace whose vectors were made by another model raises
+  `VectorSpaceMismatchError` instead of silently mixing two vector spaces; the fix is
+  ``kgstream rebuild-vectors`` (`VectorStore.clear`, `ensure_collections` with the new
+  space, re-embed).
+- **Deterministic ids.** A point's id is ``uuid5(KGSTREAM_POINT_NAMESPACE, f"{kind}:{key}")``
+  (`point_id`), so every write is an idempotent upsert or delete and replays are harmless.
+  Keys: the chunk id, the entity key, and for a relation `relation_point_key` (its two
+  entity keys, sorted, joined by U+001F, which entity keys never contain).
+- **Payloads join back to Redis.** The caller's payload is stored and returned unchanged.
+  By convention it carries ``doc_id`` + ``file_path`` (chunks) or ``doc_ids`` +
+  ``file_paths`` (entities and relations, which come from many files), and relations
+  also carry ``source`` and ``target``. From those fields the store derives indexed
+  fields (prefixed ``_kg_``, hidden from readers): the point's key, its doc ids, and
+  every directory prefix of its file paths, because Qdrant cannot prefix-match a
+  keyword payload (`path_prefixes`).
+- **Search is exact about ties.** Hits come score-descending with equal scores ordered
+  by key, so every backend returns the same list for the same data.
+
+Backends: `QdrantClientVectorStore` (a Qdrant server, or qdrant-client's local mode,
+which shares the server's API) here, and `EdgeVectorStore` (Qdrant Edge in-process) in
+`connectors.vectors.edge`. Both pass one contract suite.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+import re
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+import numpy as np
+
+JsonValue: TypeAlias = (
+    "str | int | float | bool | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
+)
+"""A payload value: JSON data (lists and dicts; read back, sequences are lists)."""
+
+KGSTREAM_POINT_NAMESPACE = uuid.UUID("6f1c1a52-3d0e-5b8e-9a57-2f4c8b1d7e90")
+"""Namespace of every point id; fixed forever, or every stored point id changes."""
+
+RELATION_KEY_SEPARATOR = "\x1f"
+INDEX_FIELD_PREFIX = "_kg_"
+KEY_FIELD = "_kg_key"
+DOC_IDS_FIELD = "_kg_doc_ids"
+PATH_PREFIXES_FIELD = "_kg_path_prefixes"
+METADATA_FORMAT = "kgstream-vectors/1"
+
+
+class VectorKind(enum.Enum):
+    """Which collection a point lives in; the value names the collection."""
+
+    CHUNK = "chunks"
+    ENTITY = "entities"
+    RELATION = "relations"
+
+
+@dataclass(frozen=True)
+class VectorPoint:
+    """One point to write, or one point read back.
+
+    Read back, `vector` is the stored one: the store keeps cosine vectors unit-normalised.
+    """
+
+    kind: VectorKind
+    key: str
+    vector: Sequence[float]
+    payload: Mapping[str, JsonValue]
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """One search result: `score` is the cosine similarity to the query vector."""
+
+    kind: VectorKind
+    key: str
+    score: float
+    payload: Mapping[str, JsonValue]
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """Restrict a search to points from some documents and/or under a path.
+
+    `doc_ids`: keep points whose doc ids include any of these (empty: no restriction).
+    `file_path_prefix`: keep points with a file path equal to it or inside it as a
+    directory; it matches whole path components, so ``"a/b"`` matches ``a/b``,
+    ``a/b/c.md`` but not ``a/bc.md``. Both given: a point must satisfy both.
+    """
+
+    doc_ids: tuple[str, ...] = ()
+    file_path_prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class VectorStoreOptions:
+    """How the store talks to its backend.
+
+    `batch_size`: points per upsert/delete/retrieve request; bounds request size and
+    memory, and (on a server) the size of one HTTP/gRPC message.
+    """
+
+    batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"VectorStoreOptions.batch_size must be >= 1; got {self.batch_size}")
+
+
+@dataclass(frozen=True)
+class CollectionRecord:
+    """What a stored collection says about itself (kept in its metadata)."""
+
+    name: str
+    workspace: str
+    kind: VectorKind
+    space: str
+    dimension: int
+
+    def to_metadata(self) -> dict[str, JsonValue]:
+        return {
+            "format": METADATA_FORMAT,
+            "workspace": self.workspace,
+            "kind": self.kind.value,
+            "space": self.space,
+            "dimension": self.dimension,
+        }
+
+    @staticmethod
+    def from_metadata(name: str, metadata: Mapping[str, Any] | None) -> CollectionRecord | None:
+        """Parse a collection's metadata; None when it is not a kgstream collection."""
+        if not metadata or metadata.get("format") != METADATA_FORMAT:
+            return None
+        return CollectionRecord(
+            name=name,
+            workspace=str(metadata["workspace"]),
+            kind=VectorKind(metadata["kind"]),
+            space=str(metadata["space"]),
+            dimension=int(metadata["dimension"]),
+        )
+
+
+class VectorSpaceMismatchError(RuntimeError):
+    """The workspace holds vectors from another embedding model or dimension."""
+
+    def __init__(self, workspace: str, stored: CollectionRecord, space: str, dimension: int):
+        self.workspace = workspace
+        self.stored = stored
+        self.requested_space = space
+        self.requested_dimension = dimension
+        super().__init__(
+            f"workspace {workspace!r} holds {stored.kind.value} vectors made by embedding "
+            f"space {stored.space!r} ({stored.dimension}-d, collection {stored.name!r}), but "
+            f"the configured embedder is {space!r} ({dimension}-d); vectors of two models "
+            "cannot be compared. Run `kgstream rebuild-vectors` to drop the old collections "
+            "and re-embed every chunk, entity and relation with the configured model, or "
+            "configure the embedder that made them."
+        )
+
+
+class VectorStoreNotOpenError(RuntimeError):
+    """A read or write came before `ensure_collections`."""
+
+
+class VectorStore(Protocol):
+    """The vector-store port: what the sinks and the query engine need."""
+
+    def ensure_collections(self, space: str, dimension: int) -> None:
+        """Open (creating if needed) the three collections for this embedding space."""
+        ...
+
+    def upsert(self, points: Iterable[VectorPoint]) -> None:
+        """Insert or replace points by (kind, key); the last of duplicate keys wins."""
+        ...
+
+    def delete(self, kind: VectorKind, keys: Iterable[str]) -> None:
+        """Delete points by key; missing keys are ignored."""
+        ...
+
+    def search(
+        self,
+        kind: VectorKind,
+        vector: Sequence[float],
+        top_k: int,
+        filter: VectorFilter | None = None,
+    ) -> list[VectorHit]:
+        """The `top_k` most cosine-similar points, score descending, ties by key."""
+        ...
+
+    def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
+        """The stored points among `keys`, by key; missing keys are absent."""
+        ...
+
+    def count(self, kind: VectorKind) -> int:
+        """How many points the collection holds."""
+        ...
+
+    def iter_points(self, kind: VectorKind) -> Iterator[VectorPoint]:
+        """Every point of the collection, in no particular order (export, equality tests)."""
+        ...
+
+    def clear(self) -> None:
+        """Drop every collection of this workspace, whatever space made it.
+
+        If the store was open it stays open, on the same space, with empty collections.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the backend (files, locks, connections)."""
+        ...
+
+
+def point_id(kind: VectorKind, key: str) -> str:
+    """The Qdrant point id of a key: a UUID string, the same on every machine and run."""
+    return str(uuid.uuid5(KGSTREAM_POINT_NAMESPACE, f"{kind.value}:{key}"))
+
+
+def relation_point_key(source: str, target: str) -> str:
+    """The point key of the relation between two entity keys: sorted, U+001F-joined.
+
+    Relations are undirected (see `dataflow.core.naming.relation_key`), so the order
+    of the arguments does not matter.
+    """
+    if not source or not target or source == target:
+        raise ValueError(
+            f"a relation needs two different, non-empty entity keys; got {source!r}, {target!r}"
+        )
+    for name, value in (("source", source), ("target", target)):
+        if RELATION_KEY_SEPARATOR in value:
+            raise ValueError(
+                f"relation {name} {value!r} contains U+001F, the relation key separator; "
+                "pass entity keys made by dataflow.core.naming.entity_key"
+            )
+    a, b = sorted((source, target))
+    return f"{a}{RELATION_KEY_SEPARATOR}{b}"
+
+
+def path_prefixes(file_path: str) -> list[str]:
+    """Every directory prefix of a path, then the path: "a/b/c.md" -> a/, a/b/, a/b/c.md."""
+    prefixes = [file_path[: i + 1] for i, char in enumerate(file_path) if char == "/"]
+    if file_path and not file_path.endswith("/"):
+        prefixes.append(file_path)
+    return prefixes
+
+
+def collection_name(workspace: str, kind: VectorKind, space: str) -> str:
+    """``kg_{workspace}_{kind}_{space}``, with each part made safe for Qdrant and file names."""
+    return f"kg_{_sanitise_name_part(workspace, 'workspace')}_{kind.value}_" + (
+        _sanitise_name_part(space, "space")
+    )
+
+
+def workspace_collection_prefix(workspace: str) -> str:
+    """The name prefix shared by every collection of a workspace."""
+    return f"kg_{_sanitise_name_part(workspace, 'workspace')}_"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _sanitise_name_part(part: str, field: str) -> str:
+    if not part:
+        raise ValueError(f"vector store {field} must be a non-empty string; got {part!r}")
+    safe = _UNSAFE.sub("_", part)
+    if safe != part:  # keep distinct names distinct after replacing characters
+        safe = f"{safe}_{hashlib.sha1(part.encode()).hexdigest()[:8]}"
+    return safe
+
+
+def index_fields(kind: VectorKind, key: str, payload: Mapping[str, JsonValue]) -> dict[str, Any]:
+    """The stored payload: the caller's payload plus the derived, indexed `_kg_` fields."""
+    for field in payload:
+        if field.startswith(INDEX_FIELD_PREFIX):
+            raise ValueError(
+                f"{kind.value} point {key!r}: payload field {field!r} uses the reserved prefix "
+                f"{INDEX_FIELD_PREFIX!r}; rename it"
+            )
+    doc_ids = _string_fields(kind, key, payload, "doc_id", "doc_ids")
+    file_paths = _string_fields(kind, key, payload, "file_path", "file_paths")
+    prefixes = sorted({prefix for path in file_paths for prefix in path_prefixes(path)})
+    stored = dict(payload)
+    stored[KEY_FIELD] = key
+    stored[DOC_IDS_FIELD] = sorted(set(doc_ids))
+    stored[PATH_PREFIXES_FIELD] = prefixes
+    return stored
+
+
+def _string_fields(
+    kind: VectorKind, key: str, payload: Mapping[str, JsonValue], one: str, many: str
+) -> list[str]:
+    values: list[str] = []
+    single = payload.get(one)
+    if single is not None:
+        if not isinstance(single, str):
+            raise ValueError(
+                f"{kind.value} point {key!r}: payload field {one!r} must be a string; "
+                f"got {single!r}"
+            )
+        values.append(single)
+    several = payload.get(many)
+    if several is not None:
+        if not isinstance(several, list) or not all(isinstance(v, str) for v in several):
+            raise ValueError(
+                f"{kind.value} point {key!r}: payload field {many!r} must be a list of "
+                f"strings; got {several!r}"
+            )
+        values.extend(several)
+    return values
+
+
+def strip_index_fields(stored: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """The caller's payload back from a stored one."""
+    return {k: v for k, v in stored.items() if not k.startswith(INDEX_FIELD_PREFIX)}
+
+
+def filter_conditions(query_filter: VectorFilter) -> list[tuple[str, list[str]]]:
+    """(field, any-of values) pairs that must all hold; backends turn them into MatchAny."""
+    conditions: list[tuple[str, list[str]]] = []
+    if query_filter.doc_ids:
+        conditions.append((DOC_IDS_FIELD, sorted(set(query_filter.doc_ids))))
+    prefix = query_filter.file_path_prefix
+    if prefix is not None:
+        stem = prefix.rstrip("/")
+        if not stem:
+            raise ValueError(
+                f"VectorFilter.file_path_prefix must name a file or directory; got {prefix!r} "
+                "(use None for no path restriction)"
+            )
+        conditions.append((PATH_PREFIXES_FIELD, [stem, stem + "/"]))
+    return conditions
+
+
+@dataclass(frozen=True)
+class RawHit:
+    """A backend's scored point, before ties are ordered."""
+
+    score: float
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """A backend's stored point."""
+
+    vector: Sequence[float]
+    payload: Mapping[str, Any]
+
+
+class BaseVectorStore(ABC):
+    """The backend-independent half of a `VectorStore`: validation, ids, payloads, ties.
+
+    A backend implements the small abstract methods below on collection names and point
+    ids; everything a caller can observe is decided here, so backends cannot drift apart.
+    """
+
+    def __init__(self, workspace: str, options: VectorStoreOptions | None = None):
+        workspace_collection_prefix(workspace)  # validates
+        self.workspace = workspace
+        self.options = options or VectorStoreOptions()
+        self._space: str | None = None
+        self._dimension = 0
+        self._names: dict[VectorKind, str] = {}
+
+    # -- backend primitives -------------------------------------------------------------
+
+    @abstractmethod
+    def _list_records(self) -> list[CollectionRecord]:
+        """Every kgstream collection of this workspace, of any space."""
+
+    @abstractmethod
+    def _create_or_open(self, record: CollectionRecord, index_fields: Sequence[str]) -> None:
+        """Open the collection, creating it (cosine, keyword-indexed fields) if missing."""
+
+    @abstractmethod
+    def _drop(self, name: str) -> None: ...
+
+    @abstractmethod
+    def _upsert_batch(
+        self, name: str, ids: list[str], vectors: np.ndarray, payloads: list[dict[str, Any]]
+    ) -> None: ...
+
+    @abstractmethod
+    def _delete_batch(self, name: str, ids: list[str]) -> None: ...
+
+    @abstractmethod
+    def _query(
+        self,
+        name: str,
+        vector: list[float],
+        limit: int,
+        conditions: list[tuple[str, list[str]]],
+    ) -> list[RawHit]:
+        """At most `limit` hits, score descending (ties in any order)."""
+
+    @abstractmethod
+    def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]: ...
+
+    @abstractmethod
+    def _count(self, name: str) -> int: ...
+
+    @abstractmethod
+    def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]: ...
+
+    @abstractmethod
+    def _close_backend(self) -> None: ...
+
+    # -- the VectorStore port ---------------------------------------------------------
+
+    def ensure_collections(self, space: str, dimension: int) -> None:
+        if dimension < 1:
+            raise ValueError(f"vector dimension must be >= 1; got {dimension}")
+        names = {kind: collection_name(self.workspace, kind, space) for kind in VectorKind}
+        self._space, self._dimension, self._names = None, 0, {}  # open again only on success
+        for stored in self._list_records():
+            if stored.workspace == self.workspace and (
+                stored.space != space or stored.dimension != dimension
+            ):
+                raise VectorSpaceMismatchError(self.workspace, stored, space, dimension)
+        for kind, name in names.items():
+            record = CollectionRecord(name, self.workspace, kind, space, dimension)
+            self._create_or_open(record, (DOC_IDS_FIELD, PATH_PREFIXES_FIELD))
+        self._space, self._dimension, self._names = space, dimension, names
+
+    def upsert(self, points: Iterable[VectorPoint]) -> None:
+        by_kind: dict[VectorKind, dict[str, VectorPoint]] = {}
+        for point in points:
+            self._name(point.kind)
+            by_kind.setdefault(point.kind, {})[point.key] = point
+        # Validate every point before writing any, so a bad one leaves the store unchanged.
+        prepared = []
+        for kind, latest in by_kind.items():
+            batch = list(latest.values())
+            vectors = np.stack([self._checked_vector(kind, p.key, p.vector) for p in batch])
+            # Normalise here rather than trusting each backend to: qdrant-client's local
+            # mode returns the raw vector after a reload from disk.
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            payloads = [index_fields(kind, p.key, p.payload) for p in batch]
+            ids = [point_id(kind, p.key) for p in batch]
+            prepared.append((self._names[kind], ids, vectors, payloads))
+        size = self.options.batch_size
+        for name, ids, vectors, payloads in prepared:
+            for start in range(0, len(ids), size):
+                end = start + size
+                self._upsert_batch(name, ids[start:end], vectors[start:end], payloads[start:end])
+
+    def delete(self, kind: VectorKind, keys: Iterable[str]) -> None:
+        name = self._name(kind)
+        ids = sorted({point_id(kind, key) for key in _key_list(keys)})
+        for start in range(0, len(ids), self.options.batch_size):
+            self._delete_batch(name, ids[start : start + self.options.batch_size])
+
+    def search(
+        self,
+        kind: VectorKind,
+        vector: Sequence[float],
+        top_k: int,
+        filter: VectorFilter | None = None,
+    ) -> list[VectorHit]:
+        name = self._name(kind)
+        if top_k < 1:
+            raise ValueError(f"search top_k must be >= 1; got {top_k}")
+        query = self._checked_vector(kind, "<query>", vector).tolist()
+        conditions = filter_conditions(filter) if filter is not None else []
+        # Ask for one more than needed; while the last hit still ties with the k-th,
+        # ties may have been cut arbitrarily, so widen until the tie group is complete.
+        limit = top_k + 1
+        while True:
+            raw = self._query(name, query, limit, conditions)
+            if len(raw) < limit or raw[-1].score < raw[top_k - 1].score:
+                break
+            limit *= 2
+        hits = [
+            VectorHit(kind, str(hit.payload[KEY_FIELD]), hit.score, strip_index_fields(hit.payload))
+            for hit in raw
+        ]
+        hits.sort(key=lambda hit: (-hit.score, hit.key))
+        return hits[:top_k]
+
+    def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
+        name = self._name(kind)
+        ids = sorted({point_id(kind, key) for key in _key_list(keys)})
+        found: dict[str, VectorPoint] = {}
+        for start in range(0, len(ids), self.options.batch_size):
+            for record in self._retrieve(name, ids[start : start + self.options.batch_size]):
+                point = self._to_point(kind, record)
+                found[point.key] = point
+        return found
+
+    def count(self, kind: VectorKind) -> int:
+        return self._count(self._name(kind))
+
+    def iter_points(self, kind: VectorKind) -> Iterator[VectorPoint]:
+        name = self._name(kind)
+        for record in self._scroll(name, self.options.batch_size):
+            yield self._to_point(kind, record)
+
+    def clear(self) -> None:
+        for stored in self._list_records():
+            if stored.workspace == self.workspace:
+                self._drop(stored.name)
+        if self._space is not None:
+            self.ensure_collections(self._space, self._dimension)
+
+    def close(self) -> None:
+        self._close_backend()
+        self._space, self._dimension, self._names = None, 0, {}
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _name(self, kind: VectorKind) -> str:
+        name = self._names.get(kind)
+        if name is None:
+            raise VectorStoreNotOpenError(
+                f"vector store for workspace {self.workspace!r} is not open: call "
+                "ensure_collections(space, dimension) first"
+            )
+        return name
+
+    def _checked_vector(self, kind: VectorKind, key: str, vector: Sequence[float]) -> np.ndarray:
+        array = np.asarray(vector, dtype=np.float32)
+        if array.shape != (self._dimension,):
+            raise ValueError(
+                f"{kind.value} vector for {key!r} has shape {array.shape}; the space "
+                f"{self._space!r} holds {self._dimension}-d vectors"
+            )
+        norm = float(np.linalg.norm(array))
+        if not math.isfinite(norm) or norm == 0.0:
+            raise ValueError(
+                f"{kind.value} vector for {key!r} has norm {norm}; cosine similarity needs a "
+                "finite, non-zero vector (check the embedder's output)"
+            )
+        return array
+
+    @staticmethod
+    def _to_point(kind: VectorKind, record: RawRecord) -> VectorPoint:
+        return VectorPoint(
+            kind,
+            str(record.payload[KEY_FIELD]),
+            [float(x) for x in record.vector],
+            strip_index_fields(record.payload),
+        )
+
+
+def _key_list(keys: Iterable[str]) -> list[str]:
+    if isinstance(keys, str):
+        raise TypeError(f"keys must be a collection of keys, not one string; got {keys!r}")
+    return list(keys)
+
+
+def dense_vector(vector: Any, backend: str) -> list[float]:
+    """A stored vector as floats; `backend` names the engine in the error."""
+    if not isinstance(vector, list):
+        raise TypeError(f"expected one unnamed dense vector from {backend}; got {type(vector)!r}")
+    return [float(x) for x in vector]

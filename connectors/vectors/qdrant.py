@@ -1,0 +1,152 @@
+"""The vector store on a Qdrant server (or qdrant-client's local mode), via qdrant-client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+
+from connectors.vectors.base import (
+    BaseVectorStore,
+    CollectionRecord,
+    RawHit,
+    RawRecord,
+    VectorStoreOptions,
+    dense_vector,
+    workspace_collection_prefix,
+)
+
+
+class QdrantClientVectorStore(BaseVectorStore):
+    """A `VectorStore` on qdrant-client: a Qdrant server, or local mode (same API).
+
+    Local mode is brute force in Python (~120 ms per search at 50k points, more with a
+    filter), so it suits tests and small corpora; the embedded default is Qdrant Edge.
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        workspace: str,
+        options: VectorStoreOptions | None = None,
+        *,
+        create_payload_indexes: bool = True,
+    ):
+        super().__init__(workspace, options)
+        self.client = client
+        # Local mode ignores payload indexes (and warns); a server needs them for filters.
+        self._create_payload_indexes = create_payload_indexes
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        workspace: str,
+        options: VectorStoreOptions | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: int | None = None,
+    ) -> QdrantClientVectorStore:
+        """A Qdrant server (``http://host:6333``)."""
+        return cls(QdrantClient(url=url, api_key=api_key, timeout=timeout), workspace, options)
+
+    @classmethod
+    def from_path(
+        cls, path: str, workspace: str, options: VectorStoreOptions | None = None
+    ) -> QdrantClientVectorStore:
+        """qdrant-client local mode persisted under `path` (one process per path)."""
+        return cls(QdrantClient(path=path), workspace, options, create_payload_indexes=False)
+
+    @classmethod
+    def in_memory(
+        cls, workspace: str, options: VectorStoreOptions | None = None
+    ) -> QdrantClientVectorStore:
+        """qdrant-client local mode in memory (lost on close)."""
+        return cls(QdrantClient(":memory:"), workspace, options, create_payload_indexes=False)
+
+    def _list_records(self) -> list[CollectionRecord]:
+        prefix = workspace_collection_prefix(self.workspace)
+        records = []
+        for description in self.client.get_collections().collections:
+            if description.name.startswith(prefix):
+                info = self.client.get_collection(description.name)
+                record = CollectionRecord.from_metadata(description.name, info.config.metadata)
+                if record is not None:
+                    records.append(record)
+        return records
+
+    def _create_or_open(self, record: CollectionRecord, index_fields: Sequence[str]) -> None:
+        if self.client.collection_exists(record.name):
+            return
+        self.client.create_collection(
+            record.name,
+            vectors_config=models.VectorParams(
+                size=record.dimension, distance=models.Distance.COSINE
+            ),
+            metadata=record.to_metadata(),
+        )
+        if self._create_payload_indexes:
+            for field in index_fields:
+                self.client.create_payload_index(
+                    record.name, field, field_schema=models.PayloadSchemaType.KEYWORD, wait=True
+                )
+
+    def _drop(self, name: str) -> None:
+        self.client.delete_collection(name)
+
+    def _upsert_batch(
+        self, name: str, ids: list[str], vectors: np.ndarray, payloads: list[dict[str, Any]]
+    ) -> None:
+        self.client.upsert(
+            name,
+            points=models.Batch(ids=list(ids), vectors=vectors.tolist(), payloads=payloads),
+            wait=True,
+        )
+
+    def _delete_batch(self, name: str, ids: list[str]) -> None:
+        self.client.delete(name, points_selector=models.PointIdsList(points=list(ids)), wait=True)
+
+    def _query(
+        self,
+        name: str,
+        vector: list[float],
+        limit: int,
+        conditions: list[tuple[str, list[str]]],
+    ) -> list[RawHit]:
+        query_filter = (
+            models.Filter(
+                must=[
+                    models.FieldCondition(key=field, match=models.MatchAny(any=values))
+                    for field, values in conditions
+                ]
+            )
+            if conditions
+            else None
+        )
+        response = self.client.query_points(
+            name, query=vector, limit=limit, query_filter=query_filter, with_payload=True
+        )
+        return [RawHit(point.score, point.payload or {}) for point in response.points]
+
+    def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]:
+        records = self.client.retrieve(name, ids, with_payload=True, with_vectors=True)
+        return [RawRecord(dense_vector(r.vector, "Qdrant"), r.payload or {}) for r in records]
+
+    def _count(self, name: str) -> int:
+        return self.client.count(name, exact=True).count
+
+    def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]:
+        offset: Any = None
+        while True:
+            records, offset = self.client.scroll(
+                name, limit=page_size, offset=offset, with_payload=True, with_vectors=True
+            )
+            for r in records:
+                yield RawRecord(dense_vector(r.vector, "Qdrant"), r.payload or {})
+            if offset is None:
+                return
+
+    def _close_backend(self) -> None:
+        self.client.close()

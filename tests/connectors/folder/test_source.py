@@ -1,0 +1,499 @@
+"""The watched-folder source against a real folder, a real watchdog observer and real Bytewax.
+
+Partition-level tests drive `next_batch` directly for precise assertions; the
+one-shot tests run whole dataflows with `bytewax.testing.run_main` (with
+recovery, so the resume snapshot goes through Bytewax itself). "Nothing else
+happened" is checked with a sentinel: a later change to another file, whose
+upsert can only arrive after every earlier event has been resolved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import bytewax.operators as op
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.recovery import RecoveryConfig, init_db_dir
+from bytewax.testing import TestingSink, run_main
+
+from connectors.folder.source import (
+    FolderPartition,
+    FolderSnapshot,
+    FolderSource,
+    FolderSourceOptions,
+)
+from dataflow.core.documents import (
+    DocumentDelete,
+    DocumentFailure,
+    DocumentLimits,
+    DocumentUpsert,
+    prepare_document,
+)
+from dataflow.events import SourceEvent
+
+Summary = tuple[str, str] | tuple[str, str, bytes]
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll `predicate` until it holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(0.005)
+
+
+def summarise(event: SourceEvent) -> Summary:
+    change = event.change
+    if isinstance(change, DocumentDelete):
+        return ("delete", change.doc_id)
+    content = change.content if isinstance(change.content, bytes) else change.content.encode()
+    return ("upsert", change.doc_id, content)
+
+
+class Driver:
+    """Calls a partition's `next_batch` the way Bytewax would, collecting what it emits."""
+
+    def __init__(self, partition: FolderPartition) -> None:
+        self.partition = partition
+        self.events: list[SourceEvent] = []
+
+    def pump_until(self, predicate: Callable[[list[SourceEvent]], bool]) -> None:
+        def step() -> bool:
+            self.events.extend(self.partition.next_batch())
+            return predicate(self.events)
+
+        wait_until(step)
+
+    def expect(self, *summaries: Summary) -> list[SourceEvent]:
+        """Wait for exactly these events (in any order), then hand them over and forget them."""
+        wanted = sorted(summaries)
+        self.pump_until(lambda events: len(events) >= len(wanted))
+        taken, self.events = self.events, []
+        assert sorted(summarise(e) for e in taken) == wanted
+        return taken
+
+    def expect_nothing_before(self, sentinel: Path) -> None:
+        """Touch a sentinel file; its upsert must be the only event."""
+        sentinel.write_text(f"sentinel {time.monotonic_ns()}")
+        relative = sentinel.name
+        self.pump_until(lambda events: any(e.origin == f"folder:{relative}" for e in events))
+        taken, self.events = self.events, []
+        assert [summarise(e) for e in taken] == [("upsert", relative, sentinel.read_bytes())]
+
+    def run_to_end(self) -> list[SourceEvent]:
+        """Pump a one-shot partition until it raises StopIteration."""
+        ended = False
+
+        def step() -> bool:
+            nonlocal ended
+            try:
+                self.events.extend(self.partition.next_batch())
+            except StopIteration:
+                ended = True
+            return ended
+
+        wait_until(step)
+        return self.events
+
+
+PartitionFactory = Callable[..., Driver]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def start(root: Path) -> Iterator[PartitionFactory]:
+    """Build live partitions on `root`; every one is closed at the end of the test."""
+    partitions: list[FolderPartition] = []
+
+    def build(resume: FolderSnapshot | None = None, **options: object) -> Driver:
+        source = FolderSource(FolderSourceOptions(root=root, **options))  # type: ignore[arg-type]
+        partition = source.build_part("folder_in", "folder", resume)
+        partitions.append(partition)
+        return Driver(partition)
+
+    yield build
+    for partition in partitions:
+        partition.close()
+
+
+def sha256_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+# --- initial scan ---------------------------------------------------------------------------
+
+
+def test_initial_scan_emits_documents_and_skips_hidden_temporary_and_outside_symlinks(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"alpha")
+    (root / "sub").mkdir()
+    (root / "sub" / "b.txt").write_bytes(b"beta")
+    (root / ".hidden.md").write_bytes(b"hidden")
+    (root / ".git").mkdir()
+    (root / ".git" / "notes.md").write_bytes(b"hidden folder")
+    (root / "draft.md.tmp").write_bytes(b"temporary")
+    (root / "draft.md~").write_bytes(b"backup")
+    (root / "#draft.md#").write_bytes(b"emacs autosave")
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"outside")
+    (root / "out-link.md").symlink_to(outside)
+    (tmp_path / "outside-dir").mkdir()
+    (tmp_path / "outside-dir" / "c.md").write_bytes(b"outside folder")
+    (root / "out-dir-link").symlink_to(tmp_path / "outside-dir")
+    (root / "in-link.md").symlink_to(root / "a.md")
+
+    driver = start(stop_after_scan=True)
+    events = driver.run_to_end()
+
+    assert sorted(summarise(e) for e in events) == [
+        ("upsert", "a.md", b"alpha"),
+        ("upsert", "in-link.md", b"alpha"),
+        ("upsert", "sub/b.txt", b"beta"),
+    ]
+    upsert = next(e for e in events if e.origin == "folder:sub/b.txt")
+    assert isinstance(upsert.change, DocumentUpsert)
+    assert upsert.change.file_path == "sub/b.txt"
+    assert upsert.event_time == os.stat(root / "sub" / "b.txt").st_mtime
+    assert driver.partition.snapshot() == {
+        "a.md": sha256_of(b"alpha"),
+        "in-link.md": sha256_of(b"alpha"),
+        "sub/b.txt": sha256_of(b"beta"),
+    }
+
+
+def test_file_created_right_after_start_is_emitted_once(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start()
+    (root / "early.md").write_bytes(b"written while the scan may be running")
+    driver.expect(("upsert", "early.md", b"written while the scan may be running"))
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+# --- live changes ---------------------------------------------------------------------------
+
+
+def test_create_then_modify_emit_upserts_with_origin_and_mtime(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start()
+    path = root / "a.md"
+    path.write_bytes(b"first")
+    (created,) = driver.expect(("upsert", "a.md", b"first"))
+    assert created.origin == "folder:a.md"
+    assert created.event_time == path.stat().st_mtime
+
+    path.write_bytes(b"second")
+    driver.expect(("upsert", "a.md", b"second"))
+    assert driver.partition.snapshot() == {"a.md": sha256_of(b"second")}
+
+
+def test_atomic_save_through_a_temporary_file_emits_one_upsert_of_the_target(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"old text")
+    driver = start()
+    driver.expect(("upsert", "a.md", b"old text"))
+
+    temporary = root / ".a.md.tmp"
+    temporary.write_bytes(b"saved by an editor")
+    os.replace(temporary, root / "a.md")
+    driver.expect(("upsert", "a.md", b"saved by an editor"))
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_rename_emits_delete_of_old_path_and_upsert_of_new_path(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "old.md").write_bytes(b"content")
+    driver = start()
+    driver.expect(("upsert", "old.md", b"content"))
+
+    (root / "old.md").rename(root / "new.md")
+    driver.expect(("delete", "old.md"), ("upsert", "new.md", b"content"))
+    assert driver.partition.snapshot() == {"new.md": sha256_of(b"content")}
+
+
+def test_delete_emits_delete_with_wall_clock_time(root: Path, start: PartitionFactory) -> None:
+    (root / "a.md").write_bytes(b"content")
+    driver = start()
+    driver.expect(("upsert", "a.md", b"content"))
+
+    before = time.time()
+    (root / "a.md").unlink()
+    (deleted,) = driver.expect(("delete", "a.md"))
+    assert deleted.origin == "folder:a.md"
+    assert before <= deleted.event_time <= time.time()
+    assert driver.partition.snapshot() == {}
+
+
+# Moving a watched folder out and back in makes watchdog re-register inotify watches it never
+# dropped; it warns and carries on.
+@pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+def test_directory_moves_within_into_and_out_of_the_root(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "guides" / "deep").mkdir(parents=True)
+    (root / "guides" / "x.md").write_bytes(b"x")
+    (root / "guides" / "deep" / "y.md").write_bytes(b"y")
+    driver = start()
+    driver.expect(("upsert", "guides/x.md", b"x"), ("upsert", "guides/deep/y.md", b"y"))
+
+    (root / "guides").rename(root / "manuals")
+    driver.expect(
+        ("delete", "guides/x.md"),
+        ("delete", "guides/deep/y.md"),
+        ("upsert", "manuals/x.md", b"x"),
+        ("upsert", "manuals/deep/y.md", b"y"),
+    )
+
+    (root / "manuals").rename(tmp_path / "archived")
+    driver.expect(("delete", "manuals/x.md"), ("delete", "manuals/deep/y.md"))
+    # inotify keeps watching the moved-out folder; its events name paths that are gone.
+    (tmp_path / "archived" / "x.md").write_bytes(b"edited outside the root")
+    driver.expect_nothing_before(root / "sentinel.md")
+
+    (tmp_path / "archived").rename(root / "restored")
+    driver.expect(
+        ("upsert", "restored/x.md", b"edited outside the root"),
+        ("upsert", "restored/deep/y.md", b"y"),
+    )
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_directory_delete_emits_delete_for_every_file_inside(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "keep.md").write_bytes(b"keep")
+    (root / "gone" / "inner").mkdir(parents=True)
+    for name in ("one.md", "two.md", "inner/three.md"):
+        (root / "gone" / name).write_bytes(name.encode())
+    driver = start()
+    driver.expect(
+        ("upsert", "keep.md", b"keep"),
+        ("upsert", "gone/one.md", b"one.md"),
+        ("upsert", "gone/two.md", b"two.md"),
+        ("upsert", "gone/inner/three.md", b"inner/three.md"),
+    )
+
+    shutil.rmtree(root / "gone")
+    driver.expect(
+        ("delete", "gone/one.md"), ("delete", "gone/two.md"), ("delete", "gone/inner/three.md")
+    )
+    assert driver.partition.snapshot() == {"keep.md": sha256_of(b"keep")}
+
+
+def test_hidden_temporary_and_outside_symlink_changes_emit_nothing(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    driver = start()
+    (root / ".secret.md").write_bytes(b"hidden")
+    (root / ".cache").mkdir()
+    (root / ".cache" / "x.md").write_bytes(b"hidden folder")
+    (root / "x.md.swp").write_bytes(b"vim swap")
+    (root / "download.part").write_bytes(b"partial")
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"outside")
+    (root / "link.md").symlink_to(outside)
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_burst_of_writes_to_one_file_collapses_to_one_upsert_of_the_last_content(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start(debounce_seconds=0.3)
+    path = root / "busy.md"
+    for version in range(20):
+        path.write_bytes(f"version {version}".encode())
+    driver.expect(("upsert", "busy.md", b"version 19"))
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_rewriting_identical_bytes_emits_nothing(root: Path, start: PartitionFactory) -> None:
+    (root / "a.md").write_bytes(b"same")
+    driver = start()
+    driver.expect(("upsert", "a.md", b"same"))
+
+    (root / "a.md").write_bytes(b"same")
+    os.utime(root / "a.md")
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_oversized_file_emits_an_upsert_the_core_fails_with_the_size_reason(
+    root: Path, start: PartitionFactory
+) -> None:
+    limit = 100
+    driver = start(max_document_bytes=limit)
+    (root / "huge.md").write_bytes(b"x" * 5000)
+    driver.pump_until(lambda events: len(events) >= 1)
+    (event,) = driver.events
+    driver.events = []
+    assert isinstance(event.change, DocumentUpsert)
+    assert event.change.doc_id == "huge.md"
+    assert len(event.change.content) == limit + 1
+
+    outcome = prepare_document(event.change, DocumentLimits(max_bytes=limit))
+    assert isinstance(outcome, DocumentFailure)
+    assert outcome.reason.startswith(f"document is {limit + 1} bytes, over the limit of {limit}")
+
+    fingerprint = driver.partition.snapshot()["huge.md"]
+    assert fingerprint.startswith("oversized:5000:")
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+# --- restart and rescan ---------------------------------------------------------------------
+
+
+def test_restart_from_snapshot_emits_exactly_the_changes_made_while_down(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "edited.md").write_bytes(b"before")
+    (root / "removed.md").write_bytes(b"doomed")
+    (root / "untouched.md").write_bytes(b"stable")
+    first = start()
+    first.expect(
+        ("upsert", "edited.md", b"before"),
+        ("upsert", "removed.md", b"doomed"),
+        ("upsert", "untouched.md", b"stable"),
+    )
+    snapshot = first.partition.snapshot()
+    first.partition.close()
+
+    (root / "edited.md").write_bytes(b"after")
+    (root / "removed.md").unlink()
+    (root / "sub").mkdir()
+    (root / "sub" / "added.md").write_bytes(b"new")
+
+    second = start(resume=snapshot)
+    second.expect(
+        ("upsert", "edited.md", b"after"),
+        ("delete", "removed.md"),
+        ("upsert", "sub/added.md", b"new"),
+    )
+    second.expect_nothing_before(root / "sentinel.md")
+
+
+def test_snapshot_is_a_copy_that_later_changes_do_not_alter(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"one")
+    driver = start()
+    driver.expect(("upsert", "a.md", b"one"))
+    taken = driver.partition.snapshot()
+    (root / "a.md").write_bytes(b"two")
+    driver.expect(("upsert", "a.md", b"two"))
+    assert taken == {"a.md": sha256_of(b"one")}
+
+
+def test_periodic_rescan_finds_changes_no_watcher_reported(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"one")
+    driver = start(watch=False, rescan_seconds=0.1)
+    driver.expect(("upsert", "a.md", b"one"))
+
+    (root / "a.md").write_bytes(b"two")
+    (root / "b.md").write_bytes(b"bee")
+    driver.expect(("upsert", "a.md", b"two"), ("upsert", "b.md", b"bee"))
+    (root / "b.md").unlink()
+    driver.expect(("delete", "b.md"))
+
+
+def test_idle_partition_without_a_watcher_sleeps_until_its_next_rescan(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start(watch=False, rescan_seconds=30.0)
+    driver.pump_until(lambda _: driver.partition.next_awake() is not None)
+    wake = driver.partition.next_awake()
+    assert wake is not None
+    assert timedelta(seconds=25) < wake - datetime.now(UTC) <= timedelta(seconds=30)
+
+
+# --- options and construction ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("debounce_seconds", -1.0),
+        ("rescan_seconds", 0.0),
+        ("max_document_bytes", 0),
+        ("poll_seconds", 0.0),
+    ],
+)
+def test_options_reject_values_out_of_range_naming_the_field(
+    tmp_path: Path, field: str, value: float
+) -> None:
+    with pytest.raises(ValueError, match=field):
+        FolderSourceOptions(root=tmp_path, **{field: value})  # type: ignore[arg-type]
+
+
+def test_building_on_a_missing_folder_says_which_folder(tmp_path: Path) -> None:
+    source = FolderSource(FolderSourceOptions(root=tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError, match="absent"):
+        source.build_part("folder_in", "folder", None)
+
+
+# --- whole dataflows ------------------------------------------------------------------------
+
+
+def run_one_shot(root: Path, recovery_dir: Path) -> list[SourceEvent]:
+    """Run `kgstream index`-style: one scan against the recovered snapshot, then EOF."""
+    collected: list[SourceEvent] = []
+    flow = Dataflow("folder_one_shot")
+    options = FolderSourceOptions(root=root, stop_after_scan=True)
+    stream = op.input("folder_in", flow, FolderSource(options))
+    op.output("collect", stream, TestingSink(collected))
+    config = RecoveryConfig(str(recovery_dir))  # type: ignore[no-untyped-call]
+    runner = threading.Thread(
+        target=run_main, args=(flow,), kwargs={"recovery_config": config}, daemon=True
+    )
+    runner.start()
+    runner.join(timeout=10)
+    assert not runner.is_alive(), "the one-shot dataflow did not reach EOF"
+    return collected
+
+
+def test_one_shot_dataflow_ends_and_a_rerun_emits_only_what_changed(
+    root: Path, tmp_path: Path
+) -> None:
+    recovery_dir = tmp_path / "recovery"
+    recovery_dir.mkdir()
+    init_db_dir(recovery_dir, 1)  # type: ignore[no-untyped-call]
+    (root / "a.md").write_bytes(b"alpha")
+    (root / "b.md").write_bytes(b"beta")
+    (root / ".hidden.md").write_bytes(b"hidden")
+
+    first = run_one_shot(root, recovery_dir)
+    assert sorted(summarise(e) for e in first) == [
+        ("upsert", "a.md", b"alpha"),
+        ("upsert", "b.md", b"beta"),
+    ]
+
+    assert run_one_shot(root, recovery_dir) == []
+
+    (root / "a.md").write_bytes(b"alpha two")
+    (root / "b.md").unlink()
+    (root / "c.md").write_bytes(b"gamma")
+    third = run_one_shot(root, recovery_dir)
+    assert sorted(summarise(e) for e in third) == [
+        ("delete", "b.md"),
+        ("upsert", "a.md", b"alpha two"),
+        ("upsert", "c.md", b"gamma"),
+    ]

