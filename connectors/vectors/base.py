@@ -20,6 +20,12 @@ Why it looks the way it does:
   fields (prefixed ``_kg_``, hidden from readers): the point's key, its doc ids, and
   every directory prefix of its file paths, because Qdrant cannot prefix-match a
   keyword payload (`path_prefixes`).
+- **Lexical beside dense.** Every point may carry a text for lexical search
+  (`VectorPoint.lexical_text`); the store turns it into a BM25-style sparse vector with
+  `dataflow.core.lexical` (the tokenizer `search_lexical` also uses), and keeps the
+  text's distinct terms in an indexed payload field. A lexical search counts, for each
+  query term, the live points holding it, so its IDF follows edits and deletes exactly
+  (Qdrant's own IDF modifier keeps deleted points until a segment is optimized).
 - **Search is exact about ties.** Hits come score-descending with equal scores ordered
   by key, so every backend returns the same list for the same data.
 
@@ -42,6 +48,14 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
+from dataflow.core.lexical import (
+    SparseVector,
+    document_vector,
+    lexical_terms,
+    query_terms,
+    query_vector,
+)
+
 JsonValue: TypeAlias = (
     "str | int | float | bool | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
 )
@@ -54,8 +68,11 @@ RELATION_KEY_SEPARATOR = "\x1f"
 INDEX_FIELD_PREFIX = "_kg_"
 KEY_FIELD = "_kg_key"
 DOC_IDS_FIELD = "_kg_doc_ids"
+TERMS_FIELD = "_kg_terms"
 PATH_PREFIXES_FIELD = "_kg_path_prefixes"
-METADATA_FORMAT = "kgstream-vectors/1"
+METADATA_FORMAT = "kgstream-vectors/2"  # /2: with the lexical sparse vector
+_OLDER_FORMATS = ("kgstream-vectors/1",)
+LEXICAL_VECTOR = "lexical"
 
 
 class VectorKind(enum.Enum):
@@ -77,6 +94,7 @@ class VectorPoint:
     key: str
     vector: Sequence[float]
     payload: Mapping[str, JsonValue]
+    lexical_text: str = ""  # indexed for `search_lexical`; not returned when read back
 
 
 @dataclass(frozen=True)
@@ -127,6 +145,7 @@ class CollectionRecord:
     kind: VectorKind
     space: str
     dimension: int
+    current_format: bool = True  # False: made by an older kgstream (no lexical vectors)
 
     def to_metadata(self) -> dict[str, JsonValue]:
         return {
@@ -140,7 +159,8 @@ class CollectionRecord:
     @staticmethod
     def from_metadata(name: str, metadata: Mapping[str, Any] | None) -> CollectionRecord | None:
         """Parse a collection's metadata; None when it is not a kgstream collection."""
-        if not metadata or metadata.get("format") != METADATA_FORMAT:
+        stored_format = metadata.get("format") if metadata else None
+        if not metadata or stored_format not in (METADATA_FORMAT, *_OLDER_FORMATS):
             return None
         return CollectionRecord(
             name=name,
@@ -148,6 +168,7 @@ class CollectionRecord:
             kind=VectorKind(metadata["kind"]),
             space=str(metadata["space"]),
             dimension=int(metadata["dimension"]),
+            current_format=stored_format == METADATA_FORMAT,
         )
 
 
@@ -159,6 +180,13 @@ class VectorSpaceMismatchError(RuntimeError):
         self.stored = stored
         self.requested_space = space
         self.requested_dimension = dimension
+        if not stored.current_format:
+            super().__init__(
+                f"workspace {workspace!r} holds {stored.kind.value} vectors (collection "
+                f"{stored.name!r}) from an older kgstream without lexical (sparse) vectors. "
+                "Run `kgstream rebuild-vectors` to re-create the collections from Redis."
+            )
+            return
         super().__init__(
             f"workspace {workspace!r} holds {stored.kind.value} vectors made by embedding "
             f"space {stored.space!r} ({stored.dimension}-d, collection {stored.name!r}), but "
@@ -194,8 +222,23 @@ class VectorStore(Protocol):
         vector: Sequence[float],
         top_k: int,
         filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
     ) -> list[VectorHit]:
-        """The `top_k` most cosine-similar points, score descending, ties by key."""
+        """The `top_k` most cosine-similar points, score descending, ties by key;
+        with `keys`, only among those points (missing keys are ignored)."""
+        ...
+
+    def search_lexical(
+        self,
+        kind: VectorKind,
+        text: str,
+        top_k: int,
+        filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `top_k` best BM25-style matches of `text` (IDF over the live collection),
+        score descending, ties by key; only points sharing a term score. `[]` when `text`
+        has no searchable terms (stopwords only)."""
         ...
 
     def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
@@ -279,7 +322,9 @@ def _sanitise_name_part(part: str, field: str) -> str:
     return safe
 
 
-def index_fields(kind: VectorKind, key: str, payload: Mapping[str, JsonValue]) -> dict[str, Any]:
+def index_fields(
+    kind: VectorKind, key: str, payload: Mapping[str, JsonValue], lexical_text: str = ""
+) -> dict[str, Any]:
     """The stored payload: the caller's payload plus the derived, indexed `_kg_` fields."""
     for field in payload:
         if field.startswith(INDEX_FIELD_PREFIX):
@@ -294,6 +339,7 @@ def index_fields(kind: VectorKind, key: str, payload: Mapping[str, JsonValue]) -
     stored[KEY_FIELD] = key
     stored[DOC_IDS_FIELD] = sorted(set(doc_ids))
     stored[PATH_PREFIXES_FIELD] = prefixes
+    stored[TERMS_FIELD] = sorted(set(lexical_terms(lexical_text)))
     return stored
 
 
@@ -388,8 +434,14 @@ class BaseVectorStore(ABC):
 
     @abstractmethod
     def _upsert_batch(
-        self, name: str, ids: list[str], vectors: np.ndarray, payloads: list[dict[str, Any]]
-    ) -> None: ...
+        self,
+        name: str,
+        ids: list[str],
+        vectors: np.ndarray,
+        sparse: list[SparseVector],
+        payloads: list[dict[str, Any]],
+    ) -> None:
+        """Replace the points; an empty sparse vector means the point has no lexical terms."""
 
     @abstractmethod
     def _delete_batch(self, name: str, ids: list[str]) -> None: ...
@@ -398,17 +450,22 @@ class BaseVectorStore(ABC):
     def _query(
         self,
         name: str,
-        vector: list[float],
+        query: list[float] | SparseVector,
         limit: int,
         conditions: list[tuple[str, list[str]]],
+        ids: list[str] | None,
     ) -> list[RawHit]:
-        """At most `limit` hits, score descending (ties in any order)."""
+        """At most `limit` hits, score descending (ties in any order): by cosine for a
+        dense query, by the lexical vector (IDF applied) for a sparse one; `ids` None
+        means every point, else only those point ids."""
 
     @abstractmethod
     def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]: ...
 
     @abstractmethod
-    def _count(self, name: str) -> int: ...
+    def _count(self, name: str, field: str | None = None, value: str = "") -> int:
+        """Points in the collection; with `field`, only those whose keyword `field` holds
+        `value`."""
 
     @abstractmethod
     def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]: ...
@@ -425,12 +482,12 @@ class BaseVectorStore(ABC):
         self._space, self._dimension, self._names = None, 0, {}  # open again only on success
         for stored in self._list_records():
             if stored.workspace == self.workspace and (
-                stored.space != space or stored.dimension != dimension
+                stored.space != space or stored.dimension != dimension or not stored.current_format
             ):
                 raise VectorSpaceMismatchError(self.workspace, stored, space, dimension)
         for kind, name in names.items():
             record = CollectionRecord(name, self.workspace, kind, space, dimension)
-            self._create_or_open(record, (DOC_IDS_FIELD, PATH_PREFIXES_FIELD))
+            self._create_or_open(record, (DOC_IDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD))
         self._space, self._dimension, self._names = space, dimension, names
 
     def upsert(self, points: Iterable[VectorPoint]) -> None:
@@ -446,14 +503,17 @@ class BaseVectorStore(ABC):
             # Normalise here rather than trusting each backend to: qdrant-client's local
             # mode returns the raw vector after a reload from disk.
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            payloads = [index_fields(kind, p.key, p.payload) for p in batch]
+            sparse = [document_vector(p.lexical_text) for p in batch]
+            payloads = [index_fields(kind, p.key, p.payload, p.lexical_text) for p in batch]
             ids = [point_id(kind, p.key) for p in batch]
-            prepared.append((self._names[kind], ids, vectors, payloads))
+            prepared.append((self._names[kind], ids, vectors, sparse, payloads))
         size = self.options.batch_size
-        for name, ids, vectors, payloads in prepared:
+        for name, ids, vectors, sparse, payloads in prepared:
             for start in range(0, len(ids), size):
                 end = start + size
-                self._upsert_batch(name, ids[start:end], vectors[start:end], payloads[start:end])
+                self._upsert_batch(
+                    name, ids[start:end], vectors[start:end], sparse[start:end], payloads[start:end]
+                )
 
     def delete(self, kind: VectorKind, keys: Iterable[str]) -> None:
         name = self._name(kind)
@@ -467,17 +527,50 @@ class BaseVectorStore(ABC):
         vector: Sequence[float],
         top_k: int,
         filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        self._name(kind)
+        query = self._checked_vector(kind, "<query>", vector).tolist()
+        return self._ranked(kind, query, top_k, filter, keys)
+
+    def search_lexical(
+        self,
+        kind: VectorKind,
+        text: str,
+        top_k: int,
+        filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        name = self._name(kind)
+        terms = query_terms(text)
+        if not terms:
+            return []
+        frequencies = {term: self._count(name, TERMS_FIELD, term) for term in terms}
+        query = query_vector(frequencies, self._count(name))
+        if not query:
+            return []
+        return self._ranked(kind, query, top_k, filter, keys)
+
+    def _ranked(
+        self,
+        kind: VectorKind,
+        query: list[float] | SparseVector,
+        top_k: int,
+        filter: VectorFilter | None,
+        keys: Iterable[str] | None,
     ) -> list[VectorHit]:
         name = self._name(kind)
         if top_k < 1:
             raise ValueError(f"search top_k must be >= 1; got {top_k}")
-        query = self._checked_vector(kind, "<query>", vector).tolist()
         conditions = filter_conditions(filter) if filter is not None else []
+        ids = None if keys is None else sorted({point_id(kind, key) for key in _key_list(keys)})
+        if ids is not None and not ids:
+            return []
         # Ask for one more than needed; while the last hit still ties with the k-th,
         # ties may have been cut arbitrarily, so widen until the tie group is complete.
         limit = top_k + 1
         while True:
-            raw = self._query(name, query, limit, conditions)
+            raw = self._query(name, query, limit, conditions, ids)
             if len(raw) < limit or raw[-1].score < raw[top_k - 1].score:
                 break
             limit *= 2
@@ -560,7 +653,13 @@ def _key_list(keys: Iterable[str]) -> list[str]:
 
 
 def dense_vector(vector: Any, backend: str) -> list[float]:
-    """A stored vector as floats; `backend` names the engine in the error."""
+    """A stored point's dense vector as floats; `backend` names the engine in the error.
+
+    Collections hold the unnamed dense vector beside the named lexical one, so a backend
+    may return both by name: the dense one is named "".
+    """
+    if isinstance(vector, dict):
+        vector = vector.get("")
     if not isinstance(vector, list):
         raise TypeError(f"expected one unnamed dense vector from {backend}; got {type(vector)!r}")
     return [float(x) for x in vector]

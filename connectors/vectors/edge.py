@@ -33,6 +33,7 @@ import numpy as np
 import qdrant_edge as edge
 
 from connectors.vectors.base import (
+    LEXICAL_VECTOR,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -41,6 +42,7 @@ from connectors.vectors.base import (
     dense_vector,
     workspace_collection_prefix,
 )
+from dataflow.core.lexical import SparseVector
 
 _RECORD_FILE = "kgstream.json"
 _SHARD_DIR = "shard"
@@ -96,7 +98,8 @@ class EdgeVectorStore(BaseVectorStore):
             # with no record: it can only be empty or partial, so start it again.
             shutil.rmtree(directory, ignore_errors=True)
             config = edge.EdgeConfig(
-                vectors=edge.EdgeVectorParams(size=record.dimension, distance=edge.Distance.Cosine)
+                vectors=edge.EdgeVectorParams(size=record.dimension, distance=edge.Distance.Cosine),
+                sparse_vectors={LEXICAL_VECTOR: edge.EdgeSparseVectorParams()},
             )
             shard = edge.EdgeShard.create(str(shard_dir), config)
             _write_atomically(record_file, json.dumps(record.to_metadata(), sort_keys=True))
@@ -115,14 +118,23 @@ class EdgeVectorStore(BaseVectorStore):
         shutil.rmtree(self.path / name, ignore_errors=True)
 
     def _upsert_batch(
-        self, name: str, ids: list[str], vectors: np.ndarray, payloads: list[dict[str, Any]]
+        self,
+        name: str,
+        ids: list[str],
+        vectors: np.ndarray,
+        sparse: list[SparseVector],
+        payloads: list[dict[str, Any]],
     ) -> None:
-        rows = vectors.tolist()
-        self._shards[name].update(
-            edge.UpdateOperation.upsert_points(
-                [edge.Point(i, v, p) for i, v, p in zip(ids, rows, payloads, strict=True)]
-            )
-        )
+        points = []
+        for point_id, dense, lexical, payload in zip(
+            ids, vectors.tolist(), sparse, payloads, strict=True
+        ):
+            vector: Any = dense
+            if lexical:
+                terms = edge.SparseVector(list(lexical.indices), list(lexical.values))
+                vector = {"": dense, LEXICAL_VECTOR: terms}
+            points.append(edge.Point(point_id, vector, payload))
+        self._shards[name].update(edge.UpdateOperation.upsert_points(points))
 
     def _delete_batch(self, name: str, ids: list[str]) -> None:
         self._shards[name].update(edge.UpdateOperation.delete_points(list(ids)))
@@ -130,24 +142,28 @@ class EdgeVectorStore(BaseVectorStore):
     def _query(
         self,
         name: str,
-        vector: list[float],
+        query: list[float] | SparseVector,
         limit: int,
         conditions: list[tuple[str, list[str]]],
+        ids: list[str] | None,
     ) -> list[RawHit]:
-        query_filter = (
-            edge.Filter(
-                must=[
-                    edge.FieldCondition(key=field, match=edge.MatchAny(any=values))
-                    for field, values in conditions
-                ]
+        must: list[Any] = [
+            edge.FieldCondition(key=field, match=edge.MatchAny(any=values))
+            for field, values in conditions
+        ]
+        if ids is not None:
+            must.append(edge.HasIdCondition(set(ids)))
+        query_filter = edge.Filter(must=must) if must else None
+        if isinstance(query, SparseVector):
+            nearest = edge.Query.Nearest(
+                edge.SparseVector(list(query.indices), list(query.values)), using=LEXICAL_VECTOR
             )
-            if conditions
-            else None
-        )
+        else:
+            nearest = edge.Query.Nearest(query)
         points = self._shards[name].query(
             edge.QueryRequest(
                 limit=limit,
-                query=edge.Query.Nearest(vector),
+                query=nearest,
                 filter=query_filter,
                 with_payload=True,
                 params=self._search_params,
@@ -159,8 +175,13 @@ class EdgeVectorStore(BaseVectorStore):
         records = self._shards[name].retrieve(list(ids), with_payload=True, with_vector=True)
         return [RawRecord(dense_vector(r.vector, "Qdrant Edge"), r.payload or {}) for r in records]
 
-    def _count(self, name: str) -> int:
-        return self._shards[name].count(edge.CountRequest(exact=True))
+    def _count(self, name: str, field: str | None = None, value: str = "") -> int:
+        count_filter = (
+            edge.Filter(must=[edge.FieldCondition(key=field, match=edge.MatchValue(value))])
+            if field is not None
+            else None
+        )
+        return self._shards[name].count(edge.CountRequest(exact=True, filter=count_filter))
 
     def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]:
         shard = self._shards[name]

@@ -9,6 +9,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from connectors.vectors.base import (
+    LEXICAL_VECTOR,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -17,6 +18,7 @@ from connectors.vectors.base import (
     dense_vector,
     workspace_collection_prefix,
 )
+from dataflow.core.lexical import SparseVector
 
 
 class QdrantClientVectorStore(BaseVectorStore):
@@ -85,6 +87,7 @@ class QdrantClientVectorStore(BaseVectorStore):
             vectors_config=models.VectorParams(
                 size=record.dimension, distance=models.Distance.COSINE
             ),
+            sparse_vectors_config={LEXICAL_VECTOR: models.SparseVectorParams()},
             metadata=record.to_metadata(),
         )
         if self._create_payload_indexes:
@@ -97,13 +100,24 @@ class QdrantClientVectorStore(BaseVectorStore):
         self.client.delete_collection(name)
 
     def _upsert_batch(
-        self, name: str, ids: list[str], vectors: np.ndarray, payloads: list[dict[str, Any]]
+        self,
+        name: str,
+        ids: list[str],
+        vectors: np.ndarray,
+        sparse: list[SparseVector],
+        payloads: list[dict[str, Any]],
     ) -> None:
-        self.client.upsert(
-            name,
-            points=models.Batch(ids=list(ids), vectors=vectors.tolist(), payloads=payloads),
-            wait=True,
-        )
+        points = []
+        for point_id, dense, lexical, payload in zip(
+            ids, vectors.tolist(), sparse, payloads, strict=True
+        ):
+            vector: dict[str, Any] = {"": dense}
+            if lexical:
+                vector[LEXICAL_VECTOR] = models.SparseVector(
+                    indices=list(lexical.indices), values=list(lexical.values)
+                )
+            points.append(models.PointStruct(id=point_id, vector=vector, payload=payload))
+        self.client.upsert(name, points=points, wait=True)
 
     def _delete_batch(self, name: str, ids: list[str]) -> None:
         self.client.delete(name, points_selector=models.PointIdsList(points=list(ids)), wait=True)
@@ -111,31 +125,51 @@ class QdrantClientVectorStore(BaseVectorStore):
     def _query(
         self,
         name: str,
-        vector: list[float],
+        query: list[float] | SparseVector,
         limit: int,
         conditions: list[tuple[str, list[str]]],
+        ids: list[str] | None,
     ) -> list[RawHit]:
-        query_filter = (
-            models.Filter(
-                must=[
-                    models.FieldCondition(key=field, match=models.MatchAny(any=values))
-                    for field, values in conditions
-                ]
+        must: list[Any] = [
+            models.FieldCondition(key=field, match=models.MatchAny(any=values))
+            for field, values in conditions
+        ]
+        if ids is not None:
+            must.append(models.HasIdCondition(has_id=list(ids)))
+        query_filter = models.Filter(must=must) if must else None
+        if isinstance(query, SparseVector):
+            response = self.client.query_points(
+                name,
+                query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
+                using=LEXICAL_VECTOR,
+                limit=limit,
+                query_filter=query_filter,
+                with_payload=True,
             )
-            if conditions
-            else None
-        )
-        response = self.client.query_points(
-            name, query=vector, limit=limit, query_filter=query_filter, with_payload=True
-        )
+        else:
+            response = self.client.query_points(
+                name,
+                query=query,
+                using="",
+                limit=limit,
+                query_filter=query_filter,
+                with_payload=True,
+            )
         return [RawHit(point.score, point.payload or {}) for point in response.points]
 
     def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]:
         records = self.client.retrieve(name, ids, with_payload=True, with_vectors=True)
         return [RawRecord(dense_vector(r.vector, "Qdrant"), r.payload or {}) for r in records]
 
-    def _count(self, name: str) -> int:
-        return self.client.count(name, exact=True).count
+    def _count(self, name: str, field: str | None = None, value: str = "") -> int:
+        count_filter = (
+            models.Filter(
+                must=[models.FieldCondition(key=field, match=models.MatchValue(value=value))]
+            )
+            if field is not None
+            else None
+        )
+        return self.client.count(name, count_filter=count_filter, exact=True).count
 
     def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]:
         offset: Any = None

@@ -2,14 +2,17 @@
 
 Dense embeddings miss exact names, numbers and rare words that BM25 finds; kgstream
 therefore stores a sparse vector beside each dense one (chunks, entities, relations) and
-fuses the two searches. The vector store applies the IDF at query time (Qdrant's `idf`
-modifier), so document frequencies always reflect the live index: an edit or a delete
-needs no re-weighting of other points, and incremental stays equal to from-scratch.
+fuses the two searches.
 
 What a point stores is BM25's term-frequency part, `tf * (k1 + 1) / (tf + k1 * (1 - b +
 b * length / AVERAGE_LENGTH))`, with a fixed average length (as Qdrant's own BM25 does):
-the true corpus average would change every stored vector on every write. A query
-stores 1.0 per distinct term, so the store's score is the BM25 sum over shared terms.
+the true corpus average would change every stored vector on every write. A query weighs
+each distinct term by its IDF, `ln(1 + (N - df + 0.5) / (df + 0.5))`, from document
+frequencies counted in the live collection when the query runs, so the dot product is
+the BM25 score and an edit or a delete never needs other points re-weighted.
+(Qdrant's own `idf` modifier is not used: its posting lists keep deleted and replaced
+points until a segment is optimized, so its IDF drifts from the live index; see
+qdrant/qdrant#6735.)
 
 Tokens: NFKC, case-folded runs of letters and digits (possessive 's dropped), minus a
 small English stopword list; runs of CJK characters (no spaces between words) become
@@ -18,10 +21,12 @@ overlapping character bigrams. A term's dimension is its CRC-32, stable everywhe
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 import zlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 K1 = 1.2
@@ -87,9 +92,26 @@ def document_vector(text: str) -> SparseVector:
     return _sparse(weights)
 
 
-def query_vector(text: str) -> SparseVector:
-    """The query side: 1.0 per distinct term (the store multiplies by the live IDF)."""
-    return _sparse(dict.fromkeys((term_dimension(t) for t in lexical_terms(text)), 1.0))
+def query_terms(text: str) -> list[str]:
+    """The distinct terms of a query, in order of first appearance."""
+    return list(dict.fromkeys(lexical_terms(text)))
+
+
+def inverse_document_frequency(documents: int, containing: int) -> float:
+    """BM25's IDF (always positive): `documents` in the collection, `containing` the term."""
+    return math.log(1.0 + (documents - containing + 0.5) / (containing + 0.5))
+
+
+def query_vector(frequencies: Mapping[str, int], documents: int) -> SparseVector:
+    """The query side: each term weighted by its IDF; terms no document holds are left out
+    (they cannot match), so a query of unknown words is empty."""
+    weights: dict[int, float] = {}
+    for term, containing in frequencies.items():
+        if containing > 0:
+            dimension = term_dimension(term)
+            idf = inverse_document_frequency(documents, containing)
+            weights[dimension] = max(weights.get(dimension, 0.0), idf)
+    return _sparse(weights)
 
 
 def _sparse(weights: dict[int, float]) -> SparseVector:

@@ -4,7 +4,9 @@ from hypothesis import strategies as st
 from dataflow.core.lexical import (
     STOPWORDS,
     document_vector,
+    inverse_document_frequency,
     lexical_terms,
+    query_terms,
     query_vector,
     term_dimension,
 )
@@ -25,15 +27,22 @@ def test_cjk_runs_become_overlapping_character_bigrams():
     assert lexical_terms("東") == ["東"]
 
 
-def test_a_question_of_stopwords_only_has_no_vector():
-    assert not query_vector("what is the?")
+def test_a_question_of_stopwords_only_has_no_terms():
+    assert query_terms("what is the?") == []
     assert not document_vector("")
 
 
-def test_query_terms_are_weighted_one_each_and_sorted():
-    vector = query_vector("battery lab battery")
-    assert vector.indices == tuple(sorted({term_dimension("battery"), term_dimension("lab")}))
-    assert vector.values == (1.0, 1.0)
+def test_query_terms_are_distinct_in_order():
+    assert query_terms("battery lab battery") == ["battery", "lab"]
+
+
+def test_query_weights_are_idf_and_unknown_terms_are_left_out():
+    vector = query_vector({"battery": 2, "lab": 10, "unheard": 0}, documents=10)
+    weights = dict(zip(vector.indices, vector.values, strict=True))
+    assert set(weights) == {term_dimension("battery"), term_dimension("lab")}
+    assert weights[term_dimension("battery")] == inverse_document_frequency(10, 2)
+    assert weights[term_dimension("battery")] > weights[term_dimension("lab")] > 0
+    assert not query_vector({"unheard": 0}, documents=10)
 
 
 def test_repeated_terms_weigh_more_but_saturate():
@@ -55,7 +64,8 @@ def _pair(vector):
 
 @given(st.text(max_size=200))
 def test_a_text_matches_itself_on_every_query_term(text):
-    document, query = document_vector(text), query_vector(text)
+    document = document_vector(text)
+    query = query_vector(dict.fromkeys(query_terms(text), 1), documents=1)
     assert set(query.indices) <= set(document.indices)
     assert all(value > 0 for value in document.values)
     assert list(document.indices) == sorted(set(document.indices))

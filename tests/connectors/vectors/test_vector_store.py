@@ -403,3 +403,97 @@ def test_collection_names_carry_workspace_kind_and_a_safe_space() -> None:
     unsafe = collection_name("ws", VectorKind.CHUNK, "openai/text-embedding-3-small:1536")
     assert unsafe.startswith("kg_ws_chunks_openai_text-embedding-3-small_1536_")
     assert unsafe != collection_name("ws", VectorKind.CHUNK, "openai_text-embedding-3-small_1536")
+
+
+def lexical_chunk(key: str, text: str, doc_id: str = "d", file_path: str = "a.md") -> VectorPoint:
+    return VectorPoint(
+        VectorKind.CHUNK, key, unit(1), {"doc_id": doc_id, "file_path": file_path}, text
+    )
+
+
+def test_lexical_search_ranks_by_shared_terms_weighted_by_their_rarity(
+    store: BaseVectorStore,
+) -> None:
+    store.upsert(
+        [
+            lexical_chunk("c-both", "Saltglass storage programme at the lab"),
+            lexical_chunk("c-rare", "the Saltglass programme"),
+            lexical_chunk("c-common", "the lab report on the lab"),
+            lexical_chunk("c-once", "wind turbines and a lab"),
+            lexical_chunk("c-none", "wind turbines offshore"),
+            lexical_chunk("c-empty", ""),
+        ]
+    )
+
+    hits = store.search_lexical(VectorKind.CHUNK, "Which lab runs Saltglass?", 10)
+
+    # "saltglass" (2 of 6 texts) outweighs "lab" (3 of 6), and a term repeated counts more.
+    assert keys(hits) == ["c-both", "c-rare", "c-common", "c-once"]
+    assert store.search_lexical(VectorKind.CHUNK, "what is the?", 10) == []
+
+
+def test_lexical_weights_follow_deletes_exactly(store: BaseVectorStore) -> None:
+    """The IDF is the live collection's: deleting documents changes it at once."""
+    common = [lexical_chunk(f"c-lab{i}", "lab notes") for i in range(4)]
+    store.upsert([*common, lexical_chunk("c-mix", "lab notes gearbox")])
+    before = store.search_lexical(VectorKind.CHUNK, "lab gearbox", 10)[0].score
+
+    store.delete(VectorKind.CHUNK, [p.key for p in common])
+    after = store.search_lexical(VectorKind.CHUNK, "lab gearbox", 10)
+
+    assert keys(after) == ["c-mix"]
+    assert after[0].score != pytest.approx(before)
+
+
+def test_lexical_search_respects_filters_and_key_restrictions(store: BaseVectorStore) -> None:
+    store.upsert(
+        [
+            lexical_chunk("c1", "tidal battery", "d1", "notes/a.md"),
+            lexical_chunk("c2", "tidal battery", "d2", "other/b.md"),
+            lexical_chunk("c3", "tidal battery", "d3", "notes/c.md"),
+        ]
+    )
+
+    scoped = store.search_lexical(VectorKind.CHUNK, "battery", 10, VectorFilter(doc_ids=("d2",)))
+    under = store.search_lexical(
+        VectorKind.CHUNK, "battery", 10, VectorFilter(file_path_prefix="notes")
+    )
+    among = store.search_lexical(VectorKind.CHUNK, "battery", 10, keys=["c3", "c2", "missing"])
+
+    assert keys(scoped) == ["c2"]
+    assert keys(under) == ["c1", "c3"]
+    assert keys(among) == ["c2", "c3"]
+    assert store.search_lexical(VectorKind.CHUNK, "battery", 10, keys=[]) == []
+
+
+def test_dense_search_can_be_restricted_to_given_keys(store: BaseVectorStore) -> None:
+    store.upsert(
+        [
+            chunk("c-best", unit(1, 0), "d", "a.md"),
+            chunk("c-good", unit(1, 0.5), "d", "a.md"),
+            chunk("c-poor", unit(0, 1), "d", "a.md"),
+        ]
+    )
+
+    hits = store.search(VectorKind.CHUNK, unit(1, 0), 5, keys=["c-poor", "c-good"])
+
+    assert keys(hits) == ["c-good", "c-poor"]
+
+
+def test_a_lexical_vector_survives_reopening_and_an_upsert_without_text_drops_it(
+    backend: Backend,
+) -> None:
+    opened = backend.open()
+    opened.ensure_collections(SPACE, DIM)
+    opened.upsert([lexical_chunk("c1", "harbour summit"), lexical_chunk("c2", "harbour")])
+    if backend.persistent:
+        opened.close()
+        opened = backend.open()
+        opened.ensure_collections(SPACE, DIM)
+    assert keys(opened.search_lexical(VectorKind.CHUNK, "summit", 5)) == ["c1"]
+
+    opened.upsert([chunk("c1", unit(1), "d", "a.md")])
+
+    assert opened.search_lexical(VectorKind.CHUNK, "summit", 5) == []
+    assert keys(opened.search_lexical(VectorKind.CHUNK, "harbour", 5)) == ["c2"]
+    opened.close()
