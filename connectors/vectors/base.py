@@ -14,12 +14,13 @@ Why it looks the way it does:
   Keys: the chunk id, the entity key, and for a relation `relation_point_key` (its two
   entity keys, sorted, joined by U+001F, which entity keys never contain).
 - **Payloads join back to Redis.** The caller's payload is stored and returned unchanged.
-  By convention it carries ``doc_id`` + ``file_path`` (chunks) or ``doc_ids`` +
-  ``file_paths`` (entities and relations, which come from many files), and relations
-  also carry ``source`` and ``target``. From those fields the store derives indexed
-  fields (prefixed ``_kg_``, hidden from readers): the point's key, its doc ids, and
-  every directory prefix of its file paths, because Qdrant cannot prefix-match a
-  keyword payload (`path_prefixes`).
+  By convention it carries ``doc_id`` + ``file_path`` + ``chunk_id`` (chunks) or
+  ``doc_ids`` + ``file_paths`` + ``chunk_ids`` (entities and relations, which come from
+  many chunks), and relations also carry ``source`` and ``target``. From those fields the
+  store derives indexed fields (prefixed ``_kg_``, hidden from readers): the point's key,
+  its doc ids, its chunk ids (so "the entities these chunks mention" is one filtered
+  search), and every directory prefix of its file paths, because Qdrant cannot
+  prefix-match a keyword payload (`path_prefixes`).
 - **Lexical beside dense.** Every point may carry a text for lexical search
   (`VectorPoint.lexical_text`); the store turns it into a BM25-style sparse vector with
   `dataflow.core.lexical` (the tokenizer `search_lexical` also uses), and keeps the
@@ -68,6 +69,7 @@ RELATION_KEY_SEPARATOR = "\x1f"
 INDEX_FIELD_PREFIX = "_kg_"
 KEY_FIELD = "_kg_key"
 DOC_IDS_FIELD = "_kg_doc_ids"
+CHUNK_IDS_FIELD = "_kg_chunk_ids"
 TERMS_FIELD = "_kg_terms"
 PATH_PREFIXES_FIELD = "_kg_path_prefixes"
 METADATA_FORMAT = "kgstream-vectors/2"  # /2: with the lexical sparse vector
@@ -114,11 +116,14 @@ class VectorFilter:
     `doc_ids`: keep points whose doc ids include any of these (empty: no restriction).
     `file_path_prefix`: keep points with a file path equal to it or inside it as a
     directory; it matches whole path components, so ``"a/b"`` matches ``a/b``,
-    ``a/b/c.md`` but not ``a/bc.md``. Both given: a point must satisfy both.
+    ``a/b/c.md`` but not ``a/bc.md``. `chunk_ids`: keep points whose ``chunk_id`` or
+    ``chunk_ids`` payload includes any of these (an entity's or relation's source chunks).
+    Several given: a point must satisfy all.
     """
 
     doc_ids: tuple[str, ...] = ()
     file_path_prefix: str | None = None
+    chunk_ids: tuple[str, ...] = ()  # points that cite any of these chunks (empty: any)
 
 
 @dataclass(frozen=True)
@@ -338,6 +343,9 @@ def index_fields(
     stored = dict(payload)
     stored[KEY_FIELD] = key
     stored[DOC_IDS_FIELD] = sorted(set(doc_ids))
+    stored[CHUNK_IDS_FIELD] = sorted(
+        set(_string_fields(kind, key, payload, "chunk_id", "chunk_ids"))
+    )
     stored[PATH_PREFIXES_FIELD] = prefixes
     stored[TERMS_FIELD] = sorted(set(lexical_terms(lexical_text)))
     return stored
@@ -376,6 +384,8 @@ def filter_conditions(query_filter: VectorFilter) -> list[tuple[str, list[str]]]
     conditions: list[tuple[str, list[str]]] = []
     if query_filter.doc_ids:
         conditions.append((DOC_IDS_FIELD, sorted(set(query_filter.doc_ids))))
+    if query_filter.chunk_ids:
+        conditions.append((CHUNK_IDS_FIELD, sorted(set(query_filter.chunk_ids))))
     prefix = query_filter.file_path_prefix
     if prefix is not None:
         stem = prefix.rstrip("/")
@@ -487,7 +497,9 @@ class BaseVectorStore(ABC):
                 raise VectorSpaceMismatchError(self.workspace, stored, space, dimension)
         for kind, name in names.items():
             record = CollectionRecord(name, self.workspace, kind, space, dimension)
-            self._create_or_open(record, (DOC_IDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD))
+            self._create_or_open(
+                record, (DOC_IDS_FIELD, CHUNK_IDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
+            )
         self._space, self._dimension, self._names = space, dimension, names
 
     def upsert(self, points: Iterable[VectorPoint]) -> None:

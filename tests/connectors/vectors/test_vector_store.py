@@ -497,3 +497,22 @@ def test_a_lexical_vector_survives_reopening_and_an_upsert_without_text_drops_it
     assert opened.search_lexical(VectorKind.CHUNK, "summit", 5) == []
     assert keys(opened.search_lexical(VectorKind.CHUNK, "harbour", 5)) == ["c2"]
     opened.close()
+
+
+def test_a_chunk_filter_finds_the_points_that_cite_those_chunks(store: BaseVectorStore) -> None:
+    def cited(key: str, vector: list[float], chunk_ids: list[str]) -> VectorPoint:
+        payload = {"name": key, "doc_ids": ["d"], "file_paths": ["a.md"], "chunk_ids": chunk_ids}
+        return VectorPoint(VectorKind.ENTITY, key, vector, payload)
+
+    store.upsert(
+        [
+            cited("e-both", unit(1, 0), ["c1", "c2"]),
+            cited("e-one", unit(1, 1), ["c2"]),
+            cited("e-other", unit(1, 0), ["c3"]),
+        ]
+    )
+
+    hits = store.search(VectorKind.ENTITY, unit(1, 0), 10, VectorFilter(chunk_ids=("c1", "c2")))
+
+    assert keys(hits) == ["e-both", "e-one"]
+    assert hits[0].payload["chunk_ids"] == ["c1", "c2"]
