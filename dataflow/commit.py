@@ -225,8 +225,9 @@ def entity_point(record: EntityRecord, vector: Vector) -> VectorPoint:
         "name": record.name,
         "file_paths": list(record.file_paths),
         "doc_ids": list(record.doc_ids),
+        "chunk_ids": list(record.source_chunk_ids),
     }
-    return VectorPoint(VectorKind.ENTITY, record.key, vector, payload)
+    return VectorPoint(VectorKind.ENTITY, record.key, vector, payload, record.embedding_text)
 
 
 def relation_point(record: RelationRecord, vector: Vector) -> VectorPoint:
@@ -235,10 +236,12 @@ def relation_point(record: RelationRecord, vector: Vector) -> VectorPoint:
         "target": record.target,
         "file_paths": list(record.file_paths),
         "doc_ids": list(record.doc_ids),
+        "chunk_ids": list(record.source_chunk_ids),
     }
-    return VectorPoint(VectorKind.RELATION, relation_point_key(*record.pair), vector, payload)
+    key = relation_point_key(*record.pair)
+    return VectorPoint(VectorKind.RELATION, key, vector, payload, record.embedding_text)
 
 
 def chunk_point(chunk: Chunk, vector: Vector) -> VectorPoint:
     payload = {"chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "file_path": chunk.file_path}
-    return VectorPoint(VectorKind.CHUNK, chunk.chunk_id, vector, payload)
+    return VectorPoint(VectorKind.CHUNK, chunk.chunk_id, vector, payload, chunk.text)
