@@ -18,7 +18,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -227,18 +226,6 @@ class ChatClient:
             self.cache.put(key, reply)
         return reply
 
-    def complete_many(self, batch: Sequence[Messages]) -> list[str]:
-        """Complete every message tuple concurrently; replies come back in input order.
-
-        The first failure (in input order) is raised once running calls finish;
-        calls not yet started are cancelled.
-        """
-        if not batch:
-            return []
-        with ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="llm") as pool:
-            futures = [pool.submit(self.complete, messages) for messages in batch]
-            return collect_in_order(futures)
-
     def _observe(self, kind: str, cached: bool) -> None:
         if self.observer is not None:
             self.observer(kind, cached)
@@ -416,19 +403,6 @@ class DeltaStream:
         # Safety net for a stream dropped without close(): never leak a concurrency slot.
         if not getattr(self, "_closed", True):
             self.close()
-
-
-def collect_in_order(futures: Sequence[Future[T]]) -> list[T]:
-    """Return the futures' results in order; on the first error cancel the rest and raise it."""
-    results: list[T] = []
-    try:
-        for future in futures:
-            results.append(future.result())
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        raise
-    return results
 
 
 def _is_retryable(exc: openai.OpenAIError) -> bool:

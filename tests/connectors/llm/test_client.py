@@ -255,20 +255,6 @@ def test_sqlite_cache_is_safe_to_share_between_threads(tmp_path: Path) -> None:
 # --- concurrency ---------------------------------------------------------------------------
 
 
-def test_complete_many_keeps_order_and_never_exceeds_max_concurrency(
-    llm_server: OpenAICompatibleServer, make_client: Any
-) -> None:
-    llm_server.delay_seconds = 0.2
-    llm_server.responder = lambda request: f"echo: {last_user_text(request)}"
-    client = make_client(max_concurrency=2)
-
-    replies = client.complete_many([ask(f"q{i}") for i in range(6)])
-
-    assert replies == [f"echo: q{i}" for i in range(6)]
-    assert llm_server.chat_calls == 6
-    assert llm_server.max_in_flight == 2
-
-
 def test_concurrency_bound_holds_for_callers_on_their_own_threads(
     llm_server: OpenAICompatibleServer, make_client: Any
 ) -> None:
@@ -283,16 +269,6 @@ def test_concurrency_bound_holds_for_callers_on_their_own_threads(
 
     assert llm_server.chat_calls == 6
     assert llm_server.max_in_flight == 2
-
-
-def test_complete_many_raises_the_first_failure(
-    llm_server: OpenAICompatibleServer, make_client: Any
-) -> None:
-    llm_server.responder = lambda request: f"echo: {last_user_text(request)}"
-    llm_server.fail_next(400, count=1, body="bad prompt")
-
-    with pytest.raises(LLMError, match="bad prompt"):
-        make_client(max_concurrency=1).complete_many([ask("a"), ask("b")])
 
 
 # --- streaming -----------------------------------------------------------------------------
