@@ -544,7 +544,7 @@ def test_openai_gives_up_after_max_attempts_naming_the_limit(
     server.fail_next([503] * 5)
     sleeps = _RecordedSleeps()
     with (
-        OpenAIEmbedder(_options(server, max_attempts=3), sleep=sleeps) as embedder,
+        OpenAIEmbedder(_options(server, max_retries=2), sleep=sleeps) as embedder,
         pytest.raises(EmbeddingRequestError, match="after 3 attempts"),
     ):
         embedder.embed(["x"])

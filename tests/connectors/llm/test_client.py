@@ -105,6 +105,17 @@ def test_one_429_is_retried_and_the_call_succeeds_with_two_requests(
     assert llm_server.chat_calls == 2
 
 
+@pytest.mark.parametrize("status", [408, 409])
+def test_request_and_lock_timeouts_are_retried_as_the_openai_client_does(
+    llm_server: OpenAICompatibleServer, make_client: Any, status: int
+) -> None:
+    llm_server.fail_next(status, count=1)
+    llm_server.queue_replies("ok")
+
+    assert make_client(max_retries=1).complete(ask("hi")) == "ok"
+    assert llm_server.chat_calls == 2
+
+
 def test_retry_delays_follow_the_backoff_policy(
     llm_server: OpenAICompatibleServer, make_client: Any
 ) -> None:
