@@ -64,9 +64,6 @@ from gateway.types import (
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 256  # local-mode relations read in full before the budget is known
-_LOCAL_MODES = (Mode.LOCAL, Mode.HYBRID, Mode.MIX)
-_GLOBAL_MODES = (Mode.GLOBAL, Mode.HYBRID, Mode.MIX)
-_CHUNK_MODES = (Mode.NAIVE, Mode.MIX)
 
 
 @dataclass(frozen=True)
@@ -328,10 +325,10 @@ class QueryEngine:
     def _retrieve_at(self, params: QueryParams, version: int) -> Retrieval:
         keywords = self._keywords_for(params)
         scope = Scope(params.doc_ids, params.file_path_prefix)
-        low = ", ".join(keywords.low_level) if params.mode in _LOCAL_MODES else ""
-        high = ", ".join(keywords.high_level) if params.mode in _GLOBAL_MODES else ""
+        low = ", ".join(keywords.low_level) if params.mode.uses_entities else ""
+        high = ", ".join(keywords.high_level) if params.mode.uses_relations else ""
         question = params.question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
-        wanted = question if params.mode in _CHUNK_MODES else ""
+        wanted = question if params.mode.uses_chunks else ""
         texts = list(dict.fromkeys(text for text in (low, high, wanted) if text))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
 
