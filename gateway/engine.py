@@ -17,17 +17,14 @@ made from. Thread-safe: the server calls one engine from many threads.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, replace
 
-import redis
-from qdrant_client.http.exceptions import ApiException
-
 from connectors.embeddings.base import Embedder
+from connectors.errors import store_outages
 from connectors.llm.client import ChatClient, DeltaStream, LLMError
 from connectors.stores import Stores
 from dataflow.core.prompts import ChatMessage
@@ -57,7 +54,6 @@ from gateway.types import (
     Mode,
     QueryParams,
     Retrieval,
-    StoreUnavailable,
     Usage,
 )
 
@@ -248,7 +244,7 @@ class QueryEngine:
 
     def retrieve(self, params: QueryParams, deadline: float | None = None) -> Retrieval:
         validate(params)
-        with self._reading_stores():
+        with store_outages(self.stores.graph.workspace):
             version = self._await_version(params.min_index_version, deadline)
             return self._retrieve_at(params, version)
 
@@ -298,7 +294,7 @@ class QueryEngine:
     ) -> tuple[int, Hashable | None, Answer | None, Retrieval]:
         """The version read, the answer-cache key, a cached answer, else a fresh retrieval."""
         validate(params)
-        with self._reading_stores():
+        with store_outages(self.stores.graph.workspace):
             version = self._await_version(params.min_index_version, deadline)
             key = self._cache_key(params, version)
             cached = self.answer_cache.get(key, version) if key is not None else None
@@ -419,18 +415,3 @@ class QueryEngine:
         """Token counts by the local tokenizer (the chat client does not report usage)."""
         prompt = sum(self.tokenizer.count(message.content) for message in messages)
         return Usage(prompt_tokens=prompt, completion_tokens=self.tokenizer.count(text))
-
-    @contextlib.contextmanager
-    def _reading_stores(self) -> Iterator[None]:
-        try:
-            yield
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise StoreUnavailable(
-                f"graph store (Redis, workspace {self.stores.graph.workspace!r}) is "
-                f"unreachable: {exc}; check that Redis runs at the configured URL"
-            ) from exc
-        except ApiException as exc:
-            raise StoreUnavailable(
-                f"vector store (Qdrant) request failed: {exc}; check that Qdrant runs at "
-                "the configured URL"
-            ) from exc

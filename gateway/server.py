@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
 import grpc
-import redis
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.llm.client import LLMError
 from connectors.redis.graph_store import GraphStore, normalise_pair
 from dataflow.core.documents import (
@@ -43,7 +43,6 @@ from gateway.types import (
     InvalidQuery,
     QueryParams,
     Retrieval,
-    StoreUnavailable,
     Usage,
 )
 from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
@@ -142,7 +141,8 @@ def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -
 def _statuses(context: grpc.ServicerContext) -> Iterator[None]:
     """Turn the engine's and the stores' errors into gRPC status codes."""
     try:
-        yield
+        with store_outages():  # direct store reads fail with the stores' own errors
+            yield
     except InvalidQuery as error:
         field = convert.request_field(error.field)
         detail = str(error).removeprefix(f"{error.field}: ")
@@ -151,8 +151,6 @@ def _statuses(context: grpc.ServicerContext) -> Iterator[None]:
         _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, str(error))
     except StoreUnavailable as error:
         _abort(context, grpc.StatusCode.UNAVAILABLE, str(error))
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
-        _abort(context, grpc.StatusCode.UNAVAILABLE, f"graph store unreachable: {error}")
     except LLMError as error:
         _abort(context, grpc.StatusCode.UNAVAILABLE, f"the LLM call failed: {error}")
 

@@ -178,9 +178,5 @@ class InvalidQuery(ValueError):
         self.field = field
 
 
-class StoreUnavailable(RuntimeError):
-    """The stores cannot be reached (-> UNAVAILABLE)."""
-
-
 class IndexVersionTimeout(TimeoutError):
     """`min_index_version` was not reached before the deadline (-> DEADLINE_EXCEEDED)."""
