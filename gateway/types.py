@@ -1,4 +1,4 @@
-"""The query engine's vocabulary, independent of gRPC (gateway/server.py converts).
+"""The query engine's vocabulary, independent of gRPC (gateway/convert.py converts).
 
 Defaults are LightRAG's (QueryParam): top_k 40, chunk_top_k 20, entity tokens
 6000, relation tokens 8000, total tokens 30000, mode mix.

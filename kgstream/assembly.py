@@ -18,7 +18,8 @@ from dataflow.core.contributions import Renderer, Summarizer, SummaryRequest
 from dataflow.core.prompts import build_summary_messages
 from gateway.engine import QueryEngine
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
-from gateway.server import Engine, RunningServer, ServerOptions, serve
+from gateway.knowledge_graph import Engine
+from gateway.server import RunningServer, ServerOptions, serve
 from kgstream.metrics import Metrics
 from kgstream.settings import Settings
 from kgstream.telemetry import IndexerMetrics, MeteredEngine, observe_llm
