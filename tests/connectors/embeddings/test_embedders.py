@@ -553,7 +553,7 @@ def test_openai_retries_a_timed_out_request(server: OpenAICompatibleServer) -> N
     np.testing.assert_allclose(vectors, [_unit(embed_text("slow", 16))], atol=1e-12)
 
 
-def test_openai_gives_up_after_max_attempts_naming_the_limit(
+def test_openai_gives_up_after_max_retries_naming_the_limit(
     server: OpenAICompatibleServer,
 ) -> None:
     server.fail_next(503, count=5)

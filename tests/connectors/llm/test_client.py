@@ -128,7 +128,7 @@ def test_retry_delays_follow_the_backoff_policy(
     assert llm_server.chat_calls == 4
 
 
-def test_retry_after_header_replaces_the_backoff_delay_capped_by_backoff_cap(
+def test_retry_after_header_stretches_the_backoff_delay_capped_by_backoff_cap(
     llm_server: OpenAICompatibleServer, make_client: Any
 ) -> None:
     slept: list[float] = []
