@@ -73,17 +73,14 @@ from bench.indexer_bench import (  # noqa: E402
     progress,
     stop_process,
 )
+from gateway.types import MODE_NAMES, Mode  # noqa: E402
 
-MODES = ("local", "global", "hybrid", "naive", "mix")
+MODES = MODE_NAMES
 LOAD_MODE = "mix"
 CALL_TIMEOUT_SECONDS = 60.0
 SERVE_START_TIMEOUT_SECONDS = 180.0
 P95_GOAL_MS = 50.0  # the issue "Stores": Retrieve p95 under 50 ms on the 1,000-doc corpus
 _GATEWAY_LINE = re.compile(r"gateway on (\S+:\d+)")
-# LightRAG's mode sets, as gateway/engine.py uses them to choose the texts it embeds.
-_LOCAL_MODES = ("local", "hybrid", "mix")
-_GLOBAL_MODES = ("global", "hybrid", "mix")
-_CHUNK_MODES = ("naive", "mix")
 
 
 # -- questions -------------------------------------------------------------------
@@ -404,9 +401,10 @@ def texts_embedded(question: str, mode: str, extractor: Any) -> list[str]:
         low_words, high_words = keywords.low_level, keywords.high_level
         if not low_words and not high_words:
             low_words = (question.strip(),)
-    low = ", ".join(low_words) if mode in _LOCAL_MODES else ""
-    high = ", ".join(high_words) if mode in _GLOBAL_MODES else ""
-    wanted = question.strip() if mode in _CHUNK_MODES else ""
+    lanes = Mode(mode)  # the engine's own table of which lanes a mode runs
+    low = ", ".join(low_words) if lanes.uses_entities else ""
+    high = ", ".join(high_words) if lanes.uses_relations else ""
+    wanted = question.strip() if lanes.uses_chunks else ""
     return list(dict.fromkeys(text for text in (low, high, wanted) if text))
 
 

@@ -28,20 +28,13 @@ from protos.kgstream.v1 import query_pb2 as pb
 _DEFAULTS = QueryParams(question="")
 _ROLES = ("user", "assistant")
 
-_MODE_FROM_PROTO: dict[int, Mode] = {
-    pb.QUERY_MODE_UNSPECIFIED: Mode.MIX,
-    pb.QUERY_MODE_LOCAL: Mode.LOCAL,
-    pb.QUERY_MODE_GLOBAL: Mode.GLOBAL,
-    pb.QUERY_MODE_HYBRID: Mode.HYBRID,
-    pb.QUERY_MODE_NAIVE: Mode.NAIVE,
-    pb.QUERY_MODE_MIX: Mode.MIX,
-}
+# QUERY_MODE_<NAME> for each Mode: the proto enum spells the same five modes.
 _MODE_TO_PROTO: dict[Mode, pb.QueryMode] = {
-    Mode.LOCAL: pb.QUERY_MODE_LOCAL,
-    Mode.GLOBAL: pb.QUERY_MODE_GLOBAL,
-    Mode.HYBRID: pb.QUERY_MODE_HYBRID,
-    Mode.NAIVE: pb.QUERY_MODE_NAIVE,
-    Mode.MIX: pb.QUERY_MODE_MIX,
+    mode: pb.QueryMode.Value(f"QUERY_MODE_{mode.name}") for mode in Mode
+}
+_MODE_FROM_PROTO: dict[int, Mode] = {
+    pb.QUERY_MODE_UNSPECIFIED: _DEFAULTS.mode,
+    **{value: mode for mode, value in _MODE_TO_PROTO.items()},
 }
 _STATUS_TO_PROTO: dict[DocumentStatus, pb.DocumentStatus] = {
     DocumentStatus.PENDING: pb.DOCUMENT_STATUS_PENDING,
@@ -77,7 +70,8 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
         raise InvalidQuery(
             "mode",
             f"unknown QueryMode value {request.mode}; use one of "
-            "LOCAL, GLOBAL, HYBRID, NAIVE, MIX (or leave unset for MIX)",
+            f"{', '.join(mode.name for mode in Mode)} (or leave unset for "
+            f"{_DEFAULTS.mode.name})",
         )
     history = []
     for index, turn in enumerate(request.history):

@@ -17,17 +17,14 @@ made from. Thread-safe: the server calls one engine from many threads.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, replace
 
-import redis
-from qdrant_client.http.exceptions import ApiException
-
 from connectors.embeddings.base import Embedder
+from connectors.errors import store_outages
 from connectors.llm.client import ChatClient, DeltaStream, LLMError
 from connectors.stores import Stores
 from dataflow.core.prompts import ChatMessage
@@ -57,16 +54,12 @@ from gateway.types import (
     Mode,
     QueryParams,
     Retrieval,
-    StoreUnavailable,
     Usage,
 )
 
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 256  # local-mode relations read in full before the budget is known
-_LOCAL_MODES = (Mode.LOCAL, Mode.HYBRID, Mode.MIX)
-_GLOBAL_MODES = (Mode.GLOBAL, Mode.HYBRID, Mode.MIX)
-_CHUNK_MODES = (Mode.NAIVE, Mode.MIX)
 
 
 @dataclass(frozen=True)
@@ -251,7 +244,7 @@ class QueryEngine:
 
     def retrieve(self, params: QueryParams, deadline: float | None = None) -> Retrieval:
         validate(params)
-        with self._reading_stores():
+        with store_outages(self.stores.graph.workspace):
             version = self._await_version(params.min_index_version, deadline)
             return self._retrieve_at(params, version)
 
@@ -301,7 +294,7 @@ class QueryEngine:
     ) -> tuple[int, Hashable | None, Answer | None, Retrieval]:
         """The version read, the answer-cache key, a cached answer, else a fresh retrieval."""
         validate(params)
-        with self._reading_stores():
+        with store_outages(self.stores.graph.workspace):
             version = self._await_version(params.min_index_version, deadline)
             key = self._cache_key(params, version)
             cached = self.answer_cache.get(key, version) if key is not None else None
@@ -328,10 +321,10 @@ class QueryEngine:
     def _retrieve_at(self, params: QueryParams, version: int) -> Retrieval:
         keywords = self._keywords_for(params)
         scope = Scope(params.doc_ids, params.file_path_prefix)
-        low = ", ".join(keywords.low_level) if params.mode in _LOCAL_MODES else ""
-        high = ", ".join(keywords.high_level) if params.mode in _GLOBAL_MODES else ""
+        low = ", ".join(keywords.low_level) if params.mode.uses_entities else ""
+        high = ", ".join(keywords.high_level) if params.mode.uses_relations else ""
         question = params.question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
-        wanted = question if params.mode in _CHUNK_MODES else ""
+        wanted = question if params.mode.uses_chunks else ""
         texts = list(dict.fromkeys(text for text in (low, high, wanted) if text))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
 
@@ -422,18 +415,3 @@ class QueryEngine:
         """Token counts by the local tokenizer (the chat client does not report usage)."""
         prompt = sum(self.tokenizer.count(message.content) for message in messages)
         return Usage(prompt_tokens=prompt, completion_tokens=self.tokenizer.count(text))
-
-    @contextlib.contextmanager
-    def _reading_stores(self) -> Iterator[None]:
-        try:
-            yield
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise StoreUnavailable(
-                f"graph store (Redis, workspace {self.stores.graph.workspace!r}) is "
-                f"unreachable: {exc}; check that Redis runs at the configured URL"
-            ) from exc
-        except ApiException as exc:
-            raise StoreUnavailable(
-                f"vector store (Qdrant) request failed: {exc}; check that Qdrant runs at "
-                "the configured URL"
-            ) from exc

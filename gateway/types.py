@@ -1,4 +1,4 @@
-"""The query engine's vocabulary, independent of gRPC (gateway/server.py converts).
+"""The query engine's vocabulary, independent of gRPC (gateway/convert.py converts).
 
 Defaults are LightRAG's (QueryParam): top_k 40, chunk_top_k 20, entity tokens
 6000, relation tokens 8000, total tokens 30000, mode mix.
@@ -7,19 +7,59 @@ Defaults are LightRAG's (QueryParam): top_k 40, chunk_top_k 20, entity tokens
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Protocol
 
 from dataflow.core.contributions import EntityRecord, RelationRecord
 
 
 class Mode(enum.Enum):
+    """LightRAG's query modes; `MODE_LANES` says which retrieval lanes each one runs."""
+
     LOCAL = "local"
     GLOBAL = "global"
     HYBRID = "hybrid"
     NAIVE = "naive"
     MIX = "mix"
+
+    @property
+    def uses_entities(self) -> bool:
+        """The local lane: entities found by the low-level keywords, and their relations."""
+        return MODE_LANES[self].entities
+
+    @property
+    def uses_relations(self) -> bool:
+        """The global lane: relations found by the high-level keywords, and their entities."""
+        return MODE_LANES[self].relations
+
+    @property
+    def uses_chunks(self) -> bool:
+        """The naive lane: chunks found by the question itself."""
+        return MODE_LANES[self].chunks
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Which retrieval lanes (gateway/retrieval.py) a mode runs."""
+
+    entities: bool
+    relations: bool
+    chunks: bool
+
+
+# The one table of what each mode retrieves: the engine, the wire and the CLI read it.
+MODE_LANES: Mapping[Mode, Lanes] = MappingProxyType(
+    {
+        Mode.LOCAL: Lanes(entities=True, relations=False, chunks=False),
+        Mode.GLOBAL: Lanes(entities=False, relations=True, chunks=False),
+        Mode.HYBRID: Lanes(entities=True, relations=True, chunks=False),
+        Mode.NAIVE: Lanes(entities=False, relations=False, chunks=True),
+        Mode.MIX: Lanes(entities=True, relations=True, chunks=True),
+    }
+)
+MODE_NAMES: tuple[str, ...] = tuple(mode.value for mode in Mode)
 
 
 @dataclass(frozen=True)
@@ -136,10 +176,6 @@ class InvalidQuery(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
-
-
-class StoreUnavailable(RuntimeError):
-    """The stores cannot be reached (-> UNAVAILABLE)."""
 
 
 class IndexVersionTimeout(TimeoutError):

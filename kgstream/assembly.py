@@ -3,14 +3,11 @@ extractor, embedder and stores a configuration means."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.embeddings.cache import CachedEmbedder
 from connectors.embeddings.local import LocalEmbeddingOptions, LocalMiniLMEmbedder, LongTextMode
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
-from connectors.llm.client import ChatClient, LLMError, LLMOptions, SqliteResponseCache
+from connectors.llm.client import ChatClient, LLMOptions, SqliteResponseCache
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.redis.graph_store import GraphStore
 from connectors.retry import Backoff
@@ -18,11 +15,11 @@ from connectors.stores import StoreLocations, Stores, open_stores
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.components import Components, ExtractMany, offline_extract_many
 from dataflow.core.contributions import Renderer, Summarizer, SummaryRequest
-from dataflow.core.extraction import Extraction
 from dataflow.core.prompts import build_summary_messages
 from gateway.engine import QueryEngine
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
-from gateway.server import Engine, RunningServer, ServerOptions, serve
+from gateway.knowledge_graph import Engine
+from gateway.server import RunningServer, ServerOptions, serve
 from kgstream.metrics import Metrics
 from kgstream.settings import Settings
 from kgstream.telemetry import IndexerMetrics, MeteredEngine, observe_llm
@@ -81,23 +78,6 @@ def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:
     return open_stores(locations, embedding_space_name(embedder), embedder.dimension)
 
 
-def llm_extract_many(client: ChatClient, options: LLMExtractorOptions) -> ExtractMany:
-    """Concurrent LLM extraction where one chunk's failure is a reason, not an exception."""
-    extractor = LLMExtractor(client, options)
-    pool = ThreadPoolExecutor(client.max_concurrency, thread_name_prefix="kgstream-extract")
-
-    def extract_one(text: str) -> Extraction | str:
-        try:
-            return extractor.extract(text)
-        except LLMError as error:
-            return str(error)
-
-    def extract_many(texts: Sequence[str]) -> list[Extraction | str]:
-        return list(pool.map(extract_one, texts))
-
-    return extract_many
-
-
 def llm_summarizer(client: ChatClient, language: str) -> Summarizer:
     def summarize(request: SummaryRequest) -> str:
         messages = build_summary_messages(
@@ -126,7 +106,7 @@ def build_components(
         render_concurrency, coalesce_seconds = 1, 0.0
     else:
         options = LLMExtractorOptions(settings.prompt_options(), settings.max_gleaning)
-        extract_many = llm_extract_many(client, options)
+        extract_many = LLMExtractor(client, options).extract_many
         summarize = llm_summarizer(client, settings.language)
         renderer = Renderer(tokenizer.count, settings.render_options(), summarize)
         render_concurrency = settings.llm_max_concurrency

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
 from kgstream.commands.inspection import (
@@ -87,9 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = command("query", "ask a question (of a running gateway, or of the stores directly)")
     query.add_argument("question")
-    query.add_argument(
-        "--mode", choices=("local", "global", "hybrid", "naive", "mix"), default="mix"
-    )
+    query.add_argument("--mode", choices=MODE_NAMES, default=QueryParams.mode.value)
     query.add_argument("--context-only", action="store_true", help="retrieve only, no answer")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--grpc", default=None, help="HOST:PORT of a running gateway")

@@ -10,19 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gateway.convert import mode_to_proto
+from gateway.types import Mode
 from protos.kgstream.v1 import query_pb2 as pb
-
-MODES = {
-    "local": pb.QUERY_MODE_LOCAL,
-    "global": pb.QUERY_MODE_GLOBAL,
-    "hybrid": pb.QUERY_MODE_HYBRID,
-    "naive": pb.QUERY_MODE_NAIVE,
-    "mix": pb.QUERY_MODE_MIX,
-}
 
 
 def build_request(question: str, mode: str, top_k: int | None) -> pb.QueryRequest:
-    request = pb.QueryRequest(question=question, mode=MODES[mode])
+    """`mode` is a `Mode` value ("local", ..., "mix")."""
+    request = pb.QueryRequest(question=question, mode=mode_to_proto(Mode(mode)))
     if top_k is not None:
         request.top_k = top_k
     return request

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 import openai
 
+from connectors.openai_errors import is_transient, openai_retry
 from connectors.retry import Backoff
 
 
@@ -27,7 +27,8 @@ class OpenAIEmbeddingOptions:
     ``dimension`` None means "whatever the model returns", learned from the first response.
     ``request_dimensions`` also sends it as the API's ``dimensions`` parameter (only the
     text-embedding-3 family accepts that). ``api_key`` may be empty for local servers that
-    check none. ``max_attempts`` counts the first try; retries wait ``backoff.delay(n)``.
+    check none. ``max_retries`` counts the retries after the first try (as `LLMOptions`
+    does); retries wait ``backoff.delay(n)`` (see `connectors.openai_errors`).
     """
 
     base_url: str
@@ -38,7 +39,7 @@ class OpenAIEmbeddingOptions:
     max_batch_size: int = 64
     concurrency: int = 4
     timeout_s: float = 30.0
-    max_attempts: int = 6
+    max_retries: int = 5
     backoff: Backoff = field(default_factory=lambda: Backoff(base=0.5, cap=30.0))
 
     def __post_init__(self) -> None:
@@ -49,11 +50,15 @@ class OpenAIEmbeddingOptions:
         positive = {
             "max_batch_size": self.max_batch_size,
             "concurrency": self.concurrency,
-            "max_attempts": self.max_attempts,
         }
         for name, value in positive.items():
             if value < 1:
                 raise ValueError(f"OpenAIEmbeddingOptions.{name} must be >= 1; got {value!r}")
+        if self.max_retries < 0:
+            raise ValueError(
+                "OpenAIEmbeddingOptions.max_retries must be >= 0 (0 = no retry); "
+                f"got {self.max_retries!r}"
+            )
         if self.timeout_s <= 0:
             raise ValueError(
                 f"OpenAIEmbeddingOptions.timeout_s must be > 0 seconds; got {self.timeout_s!r}"
@@ -75,13 +80,6 @@ _NO_KEY = "no-key"
 _DIMENSION_PROBE = "dimension probe"
 
 
-def _is_retryable(error: Exception) -> bool:
-    """429, 5xx, 408 and transport failures (timeouts, refused connections) may pass."""
-    if isinstance(error, openai.APIStatusError):
-        return error.status_code in (408, 429) or error.status_code >= 500
-    return isinstance(error, openai.APIConnectionError)  # includes APITimeoutError
-
-
 class OpenAIEmbedder:
     """Embeds through ``openai.OpenAI().embeddings.create``: batches of at most
     ``max_batch_size`` texts; a call with several batches fans them out over one pool of
@@ -99,7 +97,7 @@ class OpenAIEmbedder:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.options = options
-        self._sleep = sleep
+        self._retry = openai_retry(options.backoff, options.max_retries, sleep)
         self._client = openai.OpenAI(
             base_url=options.base_url,
             api_key=options.api_key or _NO_KEY,
@@ -169,41 +167,25 @@ class OpenAIEmbedder:
             return self._executor
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
-        failures = 0
-        while True:
-            try:
-                response = self._create(batch)
-            except openai.OpenAIError as error:
-                if not _is_retryable(error):
-                    raise EmbeddingRequestError(
-                        f"embedding request to {self.options.base_url} (model "
-                        f"{self.options.model!r}, {len(batch)} texts) failed and is not "
-                        f"retryable: {error}"
-                    ) from error
-                failures += 1
-                if failures >= self.options.max_attempts:
-                    raise EmbeddingRequestError(
-                        f"embedding request to {self.options.base_url} (model "
-                        f"{self.options.model!r}) still failing after "
-                        f"{self.options.max_attempts} attempts (max_attempts): {error}; "
-                        "check the endpoint or raise max_attempts"
-                    ) from error
-                self._sleep(self._retry_delay(error, failures - 1))
-                continue
-            return self._vectors_from(response, len(batch))
+        response = self._retry.call_with_retry(
+            lambda: self._create(batch),
+            lambda error, attempts: self._failed(error, attempts, batch),
+        )
+        return self._vectors_from(response, len(batch))
 
-    def _retry_delay(self, error: openai.OpenAIError, failures: int) -> float:
-        """The backoff delay, stretched to the server's ``Retry-After`` (seconds) when it asks
-        for longer, but never beyond ``backoff.cap``."""
-        delay = self.options.backoff.delay(failures)
-        if isinstance(error, openai.APIStatusError):
-            try:
-                asked = float(error.response.headers.get("retry-after", ""))
-            except ValueError:
-                return delay
-            if math.isfinite(asked):
-                delay = max(delay, min(asked, self.options.backoff.cap))
-        return delay
+    def _failed(self, error: Exception, attempts: int, batch: list[str]) -> EmbeddingRequestError:
+        if not is_transient(error):
+            return EmbeddingRequestError(
+                f"embedding request to {self.options.base_url} (model "
+                f"{self.options.model!r}, {len(batch)} texts) failed and is not "
+                f"retryable: {error}"
+            )
+        return EmbeddingRequestError(
+            f"embedding request to {self.options.base_url} (model "
+            f"{self.options.model!r}) still failing after {attempts} attempts "
+            f"(max_retries={self.options.max_retries}): {error}; "
+            "check the endpoint or raise max_retries"
+        )
 
     def _create(self, batch: list[str]) -> Any:
         if self.options.request_dimensions and self.options.dimension is not None:

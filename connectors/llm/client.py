@@ -1,37 +1,35 @@
 """Chat calls to any OpenAI-compatible endpoint: retries, bounded concurrency, a response cache.
 
 The `openai` client does the wire work with its own retries switched off
-(``max_retries=0``): retrying here lets the policy be an injected `Backoff`, lets
-cached answers skip the network entirely, and lets the final error say which
-endpoint, model and status failed after how many attempts.
+(``max_retries=0``): retrying here (`connectors.openai_errors.openai_retry`, the policy the
+embeddings client uses too) lets cached answers skip the network entirely and lets the
+final error say which endpoint, model and status failed after how many attempts.
 
-Retried: 429, 5xx, timeouts and connection errors (a ``Retry-After`` header
-replaces the backoff delay, capped by ``backoff.cap``). Not retried: other 4xx
-(bad request, auth, unknown model): retrying cannot fix them.
+Retried: 408, 409, 429, 5xx, timeouts and connection errors (a ``Retry-After`` header
+stretches the backoff delay, capped by ``backoff.cap``). Not retried: other 4xx (bad
+request, auth, unknown model): retrying cannot fix them.
 """
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, cast
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
+from connectors.openai_errors import is_transient, openai_retry
 from connectors.retry import Backoff
 from dataflow.core.prompts import ChatMessage, prompt_fingerprint
 
 Messages = Sequence[ChatMessage]
-T = TypeVar("T")
 
 
 class LLMError(RuntimeError):
@@ -184,7 +182,7 @@ class ChatClient:
         self.cache = cache
         # Told (kind, served_from_cache) for every call: the hook for metrics.
         self.observer = observer
-        self._sleep = sleep
+        self._retry = openai_retry(options.backoff, options.max_retries, sleep)
         self._slots = threading.BoundedSemaphore(options.max_concurrency)
         self._endpoint = options.base_url.rstrip("/") + "/chat/completions"
         self._openai = openai.OpenAI(
@@ -211,7 +209,15 @@ class ChatClient:
                 self._observe(kind, True)
                 return cached
         self._observe(kind, False)
-        completion, attempts = self._with_retries(lambda: self._complete_once(messages))
+        attempts = 0
+
+        def complete_once() -> ChatCompletion:
+            nonlocal attempts
+            attempts += 1
+            with self._slots:  # held only while a request is on the wire, never while asleep
+                return self._complete_once(messages)
+
+        completion = self._retry.call_with_retry(complete_once, self._final_error)
         reply = _reply_text(completion)
         if reply is None:
             raise LLMError(
@@ -226,18 +232,6 @@ class ChatClient:
         if self.cache is not None:
             self.cache.put(key, reply)
         return reply
-
-    def complete_many(self, batch: Sequence[Messages]) -> list[str]:
-        """Complete every message tuple concurrently; replies come back in input order.
-
-        The first failure (in input order) is raised once running calls finish;
-        calls not yet started are cancelled.
-        """
-        if not batch:
-            return []
-        with ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="llm") as pool:
-            futures = [pool.submit(self.complete, messages) for messages in batch]
-            return collect_in_order(futures)
 
     def _observe(self, kind: str, cached: bool) -> None:
         if self.observer is not None:
@@ -255,7 +249,9 @@ class ChatClient:
         self._observe(kind, False)
         self._slots.acquire()
         try:
-            chunks, _ = self._with_retries(lambda: self._open_stream(messages), hold_slot=False)
+            chunks = self._retry.call_with_retry(
+                lambda: self._open_stream(messages), self._final_error
+            )
         except BaseException:
             self._slots.release()
             raise
@@ -294,35 +290,9 @@ class ChatClient:
         )
 
     def _stream_error(self, exc: openai.OpenAIError) -> LLMError:
-        return self._final_error(exc, attempts=1, during="while streaming")
+        return self._final_error(exc, 1, during="while streaming")
 
-    def _with_retries(self, call: Callable[[], T], *, hold_slot: bool = True) -> tuple[T, int]:
-        """Run `call`, retrying transient failures with backoff; return it with the attempt count.
-
-        A concurrency slot is held only while a request is on the wire, never while asleep.
-        """
-        failures = 0
-        while True:
-            try:
-                if not hold_slot:
-                    return call(), failures + 1
-                with self._slots:
-                    return call(), failures + 1
-            except openai.OpenAIError as exc:
-                if not _is_retryable(exc) or failures >= self.options.max_retries:
-                    raise self._final_error(exc, attempts=failures + 1) from exc
-                self._sleep(self._retry_delay(exc, failures))
-                failures += 1
-
-    def _retry_delay(self, exc: openai.OpenAIError, failures: int) -> float:
-        backoff = self.options.backoff
-        if isinstance(exc, openai.APIStatusError):
-            retry_after = _parse_retry_after(exc.response.headers.get("retry-after"))
-            if retry_after is not None:
-                return min(backoff.cap, retry_after)
-        return backoff.delay(failures)
-
-    def _final_error(self, exc: openai.OpenAIError, *, attempts: int, during: str = "") -> LLMError:
+    def _final_error(self, exc: Exception, attempts: int, during: str = "") -> LLMError:
         status: int | None = None
         if isinstance(exc, openai.APITimeoutError):
             reason = f"timeout after {self.options.timeout_seconds:g} s"
@@ -335,7 +305,7 @@ class ChatClient:
             reason = f"HTTP {status}"
             hint = (
                 "check the model name, the API key and the request"
-                if status < 500 and status != 429
+                if not is_transient(exc)
                 else "the server is overloaded or failing; retry later or raise "
                 "LLMOptions.max_retries"
             )
@@ -416,43 +386,6 @@ class DeltaStream:
         # Safety net for a stream dropped without close(): never leak a concurrency slot.
         if not getattr(self, "_closed", True):
             self.close()
-
-
-def collect_in_order(futures: Sequence[Future[T]]) -> list[T]:
-    """Return the futures' results in order; on the first error cancel the rest and raise it."""
-    results: list[T] = []
-    try:
-        for future in futures:
-            results.append(future.result())
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        raise
-    return results
-
-
-def _is_retryable(exc: openai.OpenAIError) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500
-    return False
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header: a number of seconds or an HTTP date."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_tz(value)
-        if parsed is None:
-            return None
-        seconds = email.utils.mktime_tz(parsed) - time.time()
-    if seconds != seconds or seconds < 0:  # NaN or in the past
-        return None
-    return seconds
 
 
 def _reply_text(completion: ChatCompletion) -> str | None:

@@ -6,10 +6,10 @@ its own `ChatClient.complete` call, so each one is cached by its exact prompt:
 re-extracting an unchanged chunk costs no HTTP request at all.
 
 Failures: a call that fails for good raises `connectors.llm.client.LLMError` out of
-`extract` / `extract_many`. The extractor does not swallow it, because only the
-caller knows what a failure means: the dataflow marks the document FAILED with the
-error's message and carries on with other documents. A malformed *reply* is not an
-error: `parse_extraction` drops what it cannot read and counts it in `dropped`.
+`extract`. `extract_many`, what the dataflow calls, returns that chunk's error message
+in its place instead, so the dataflow marks the document FAILED with the reason and
+carries on with other chunks and documents. A malformed *reply* is not an error:
+`parse_extraction` drops what it cannot read and counts it in `dropped`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from connectors.llm.client import ChatClient, collect_in_order
+from connectors.llm.client import ChatClient, LLMError
 from dataflow.core.extraction import Extraction, merge_extractions
 from dataflow.core.naming import entity_key, relation_key
 from dataflow.core.parsing import parse_extraction
@@ -50,6 +50,8 @@ class LLMExtractor:
     def __init__(self, client: ChatClient, options: LLMExtractorOptions | None = None) -> None:
         self.client = client
         self.options = options or LLMExtractorOptions()
+        # Threads start on first use; the client's own bound caps the requests in flight.
+        self._pool = ThreadPoolExecutor(client.max_concurrency, thread_name_prefix="extract")
 
     def extract(self, chunk_text: str) -> Extraction:
         """Return the merged records of the first pass and up to `max_gleaning` more.
@@ -71,15 +73,19 @@ class LLMExtractor:
                 break
         return result
 
-    def extract_many(self, texts: Sequence[str]) -> list[Extraction]:
+    def extract_many(self, texts: Sequence[str]) -> list[Extraction | str]:
         """Extract every chunk concurrently (bounded by the client); results in input order.
 
-        The first `LLMError` (in input order) is raised; chunks not yet started are skipped.
+        A chunk whose call fails for good yields the `LLMError`'s message instead of an
+        `Extraction`: one chunk's failure is a reason, not an exception (`ExtractMany`).
         """
-        if not texts:
-            return []
-        with ThreadPoolExecutor(self.client.max_concurrency, thread_name_prefix="extract") as pool:
-            return collect_in_order([pool.submit(self.extract, text) for text in texts])
+        return list(self._pool.map(self._extract_or_reason, texts))
+
+    def _extract_or_reason(self, text: str) -> Extraction | str:
+        try:
+            return self.extract(text)
+        except LLMError as error:
+            return str(error)
 
 
 def _record_keys(extraction: Extraction) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:

@@ -6,11 +6,11 @@ import pytest
 from bytewax.testing import TestingSource
 
 from connectors.llm.client import ChatClient, LLMOptions
-from connectors.llm.extractor import LLMExtractorOptions
+from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentUpsert
-from kgstream.assembly import llm_extract_many, llm_summarizer
+from kgstream.assembly import llm_summarizer
 from tests.dataflow.harness import TOKENIZER, events, new_components, run_flow, stored
 from tests.support.llm_server import offline_extraction_reply
 
@@ -32,7 +32,7 @@ def llm_components(redis_server, llm_server, tmp_path):
         LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.05))
     )
     components = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
-    components.extract_many = llm_extract_many(client, LLMExtractorOptions(max_gleaning=0))
+    components.extract_many = LLMExtractor(client, LLMExtractorOptions(max_gleaning=0)).extract_many
     yield components, client
     components.stores.graph.clear()
     components.stores.vectors.close()

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from connectors.errors import StoreUnavailable
 from connectors.redis.graph_store import GraphBatch, GraphStore
 from connectors.stores import Stores
 from gateway.context import chunk_budget, chunk_line, entity_line, reference_line, relation_line
@@ -24,7 +25,6 @@ from gateway.types import (
     Mode,
     QueryParams,
     Reference,
-    StoreUnavailable,
     Turn,
     Usage,
 )

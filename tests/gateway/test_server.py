@@ -19,8 +19,9 @@ from connectors.llm.client import ChatClient, LLMOptions
 from connectors.redis.graph_store import GraphStore
 from gateway import convert
 from gateway.engine import QueryEngine
+from gateway.ingest import EventPublisher
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.server import EventPublisher, RunningServer, ServerOptions, serve
+from gateway.server import RunningServer, ServerOptions, serve
 from gateway.types import NO_LLM_ANSWER, Mode, QueryParams
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc

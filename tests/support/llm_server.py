@@ -9,7 +9,9 @@ Endpoints (under ``/v1``):
 * ``POST /chat/completions``: non-streaming, or SSE streaming (``"stream": true``) in the
   real ``chat.completion.chunk`` format, ending with ``data: [DONE]``.
 * ``POST /embeddings``: deterministic unit vectors derived from a hash of each input
-  (``float`` or ``base64`` encoding, as the client asks; ``dimensions`` honoured).
+  (``float`` or ``base64`` encoding, as the client asks; ``dimensions`` honoured), times
+  `embedding_scale` (set it to check that clients normalise), listed in reverse order when
+  `reverse_embeddings` is set (each item keeps its ``index``: clients must order by it).
 * ``GET /models``.
 
 What a chat call answers, first match wins:
@@ -21,7 +23,9 @@ What a chat call answers, first match wins:
 
 A reply is a ``str``, or a sequence of ``str`` giving the exact streaming deltas (joined for
 a non-streaming answer). Every request is logged and counted (also those answered with a
-failure), and the server tracks how many requests were in flight at once.
+failure), and the server tracks how many requests were in flight at once. `stall_next`
+slows the next requests down (to provoke client timeouts); `hold_next` holds the next
+requests until they are all in flight at once (proving a client sends them concurrently).
 """
 
 from __future__ import annotations
@@ -117,8 +121,9 @@ class OpenAICompatibleServer:
 
     Use as a context manager (or `start()` / `close()`); `base_url` is what
     ``openai.OpenAI(base_url=...)`` takes. Scripting attributes (`responder`,
-    `delay_seconds`, `delta_delay_seconds`, `default_reply`, `embedding_dimension`)
-    may be changed at any time; they apply to the next request.
+    `delay_seconds`, `delta_delay_seconds`, `default_reply`, `embedding_dimension`,
+    `embedding_scale`, `reverse_embeddings`) may be changed at any time; they apply to the
+    next request.
     """
 
     def __init__(
@@ -132,12 +137,19 @@ class OpenAICompatibleServer:
         self.delay_seconds: float = 0.0
         self.delta_delay_seconds: float = 0.0
         self.embedding_dimension = embedding_dimension
+        self.embedding_scale = 1.0
+        self.reverse_embeddings = False
+        self.hold_timeout_seconds = 5.0
         self.models = tuple(models)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._replies: deque[Reply] = deque()
         self._failures: list[_Failure] = []
+        self._stalls: deque[float] = deque()
+        self._hold_count = 0
+        self._held = 0
+        self._hold_released = True
         self._calls: list[RecordedCall] = []
         self._counts: dict[str, int] = {}
         self._in_flight = 0
@@ -230,6 +242,20 @@ class OpenAICompatibleServer:
         with self._lock:
             self._failures.append(_Failure(status, count, payload, retry_after, endpoint))
 
+    def stall_next(self, seconds: float, count: int = 1) -> None:
+        """Make the next `count` requests wait `seconds` (on top of `delay_seconds`)."""
+        with self._lock:
+            self._stalls.extend([seconds] * count)
+
+    def hold_next(self, count: int) -> None:
+        """Hold the next `count` requests until all `count` are in flight at once.
+
+        Proves a client sends them concurrently; after `hold_timeout_seconds` a held request
+        goes on anyway (and the test's in-flight assertion fails instead of hanging).
+        """
+        with self._lock:
+            self._hold_count, self._held, self._hold_released = count, 0, count == 0
+
     # ----------------------------------------------------------------- observations
 
     @property
@@ -286,10 +312,13 @@ class OpenAICompatibleServer:
         return True
 
     def reset(self) -> None:
-        """Forget calls, counters, scripted replies and failures (scripting attributes stay)."""
+        """Forget calls, counters, scripted replies, failures, stalls and holds (scripting
+        attributes stay)."""
         with self._lock:
             self._replies.clear()
             self._failures.clear()
+            self._stalls.clear()
+            self._hold_count, self._held, self._hold_released = 0, 0, True
             self._calls.clear()
             self._counts.clear()
             self._max_in_flight = self._in_flight
@@ -307,9 +336,16 @@ class OpenAICompatibleServer:
             self._counts[endpoint] = self._counts.get(endpoint, 0) + 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            stall = self._stalls.popleft() if self._stalls else 0.0
+            if self._held < self._hold_count:
+                self._held += 1
+                if self._in_flight >= self._hold_count:
+                    self._hold_released = True
             self._changed.notify_all()
+            self._changed.wait_for(lambda: self._hold_released, self.hold_timeout_seconds)
         try:
-            if self.delay_seconds > 0 and self._stopping.wait(self.delay_seconds):
+            delay = self.delay_seconds + stall
+            if delay > 0 and self._stopping.wait(delay):
                 return
             failure = self._take_failure(endpoint)
             if failure is not None:
@@ -463,7 +499,7 @@ class OpenAICompatibleServer:
         data = []
         for index, item in enumerate(inputs):
             text = item if isinstance(item, str) else json.dumps(item)
-            vector = embed_text(text, int(dimension))
+            vector = [self.embedding_scale * v for v in embed_text(text, int(dimension))]
             encoded: Any = vector
             if as_base64:
                 encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
@@ -474,7 +510,7 @@ class OpenAICompatibleServer:
             200,
             {
                 "object": "list",
-                "data": data,
+                "data": data[::-1] if self.reverse_embeddings else data,
                 "model": body["model"],
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             },

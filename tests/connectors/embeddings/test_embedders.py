@@ -29,7 +29,7 @@ from connectors.embeddings.remote import (
     OpenAIEmbeddingOptions,
 )
 from connectors.retry import Backoff
-from tests.support.openai_embeddings_server import OpenAIEmbeddingsServer, vector_for
+from tests.support.llm_server import EMBEDDINGS, OpenAICompatibleServer, embed_text
 
 # --------------------------------------------------------------------------------------------
 # Local model
@@ -439,9 +439,21 @@ def test_local_int8_vectors_match_the_fp32_original_model(
 
 
 @pytest.fixture
-def server() -> Iterator[OpenAIEmbeddingsServer]:
-    with OpenAIEmbeddingsServer(dimension=16) as running:
+def server() -> Iterator[OpenAICompatibleServer]:
+    with _embeddings_server(dimension=16) as running:
         yield running
+
+
+def _embeddings_server(dimension: int) -> OpenAICompatibleServer:
+    """Vectors not of unit length, listed in reverse: clients must normalise and order."""
+    running = OpenAICompatibleServer(embedding_dimension=dimension)
+    running.embedding_scale = 3.0
+    running.reverse_embeddings = True
+    return running
+
+
+def _batch_sizes(server: OpenAICompatibleServer) -> list[int]:
+    return [len(body["input"]) for body in server.bodies(EMBEDDINGS)]
 
 
 def _unit(vector: list[float]) -> list[float]:
@@ -449,7 +461,7 @@ def _unit(vector: list[float]) -> list[float]:
     return [x / norm for x in vector]
 
 
-def _options(server: OpenAIEmbeddingsServer, **overrides: Any) -> OpenAIEmbeddingOptions:
+def _options(server: OpenAICompatibleServer, **overrides: Any) -> OpenAIEmbeddingOptions:
     settings: dict[str, Any] = {
         "base_url": server.base_url,
         "model": "text-embedding-test",
@@ -466,136 +478,139 @@ class _RecordedSleeps(list[float]):
 
 
 def test_openai_vectors_are_the_servers_normalised_in_input_order(
-    server: OpenAIEmbeddingsServer,
+    server: OpenAICompatibleServer,
 ) -> None:
     texts = ["alpha", "beta", "gamma"]
     with OpenAIEmbedder(_options(server)) as embedder:
         vectors = embedder.embed(texts)
-    np.testing.assert_allclose(vectors, [_unit(vector_for(t, 16)) for t in texts], atol=1e-12)
-    assert server.calls == 1
-    assert server.models == ["text-embedding-test"]
+    np.testing.assert_allclose(vectors, [_unit(embed_text(t, 16)) for t in texts], atol=1e-12)
+    assert server.embedding_calls == 1
+    assert [body["model"] for body in server.bodies(EMBEDDINGS)] == ["text-embedding-test"]
 
 
 def test_openai_batches_70_texts_into_ceil_70_over_batch_size_calls(
-    server: OpenAIEmbeddingsServer,
+    server: OpenAICompatibleServer,
 ) -> None:
     texts = [f"text number {i}" for i in range(70)]
     with OpenAIEmbedder(_options(server, max_batch_size=16, concurrency=3)) as embedder:
         vectors = embedder.embed(texts)
-    assert server.calls == math.ceil(70 / 16) == 5
-    assert sorted(server.batch_sizes) == [6, 16, 16, 16, 16]
-    np.testing.assert_allclose(vectors, [_unit(vector_for(t, 16)) for t in texts], atol=1e-12)
+    assert server.embedding_calls == math.ceil(70 / 16) == 5
+    assert sorted(_batch_sizes(server)) == [6, 16, 16, 16, 16]
+    np.testing.assert_allclose(vectors, [_unit(embed_text(t, 16)) for t in texts], atol=1e-12)
 
 
 def test_openai_keeps_input_order_with_concurrent_requests() -> None:
     # The server holds the first four requests until all four are in flight, so they are
     # answered concurrently and in no particular order.
-    with OpenAIEmbeddingsServer(dimension=8, hold_first=4) as server:
+    with _embeddings_server(dimension=8) as server:
+        server.hold_next(4)
         texts = [f"paragraph {i}" for i in range(37)]
         options = _options(server, max_batch_size=5, concurrency=4)
         with OpenAIEmbedder(options) as embedder:
             vectors = embedder.embed(texts)
         assert server.max_in_flight == 4  # concurrent, and never above `concurrency`
-        assert server.calls == 8
-        np.testing.assert_allclose(vectors, [_unit(vector_for(t, 8)) for t in texts], atol=1e-12)
+        assert server.embedding_calls == 8
+        np.testing.assert_allclose(vectors, [_unit(embed_text(t, 8)) for t in texts], atol=1e-12)
 
 
-def test_openai_retries_429_then_succeeds_after_backoff(server: OpenAIEmbeddingsServer) -> None:
-    server.fail_next([429])
+def test_openai_retries_429_then_succeeds_after_backoff(server: OpenAICompatibleServer) -> None:
+    server.fail_next(429)
     sleeps = _RecordedSleeps()
     with OpenAIEmbedder(_options(server), sleep=sleeps) as embedder:
         vectors = embedder.embed(["retry me"])
-    assert server.calls == 2
+    assert server.embedding_calls == 2
     assert sleeps == [0.25]
-    np.testing.assert_allclose(vectors, [_unit(vector_for("retry me", 16))], atol=1e-12)
+    np.testing.assert_allclose(vectors, [_unit(embed_text("retry me", 16))], atol=1e-12)
 
 
-def test_openai_retries_server_errors_with_growing_delays(server: OpenAIEmbeddingsServer) -> None:
-    server.fail_next([500, 503, 502])
+def test_openai_retries_server_errors_with_growing_delays(server: OpenAICompatibleServer) -> None:
+    server.fail_next(500)
+    server.fail_next(503)
+    server.fail_next(502)
     sleeps = _RecordedSleeps()
     with OpenAIEmbedder(_options(server), sleep=sleeps) as embedder:
         assert len(embedder.embed(["x"])) == 1
-    assert server.calls == 4
+    assert server.embedding_calls == 4
     assert sleeps == [0.25, 0.5, 1.0]
 
 
-def test_openai_honours_retry_after_up_to_the_backoff_cap(server: OpenAIEmbeddingsServer) -> None:
-    server.fail_next([429], retry_after="1.5")
-    server.fail_next([429], retry_after="60")
+def test_openai_honours_retry_after_up_to_the_backoff_cap(server: OpenAICompatibleServer) -> None:
+    server.fail_next(429, retry_after=1.5)
+    server.fail_next(429, retry_after=60)
     sleeps = _RecordedSleeps()
     with OpenAIEmbedder(_options(server), sleep=sleeps) as embedder:
         embedder.embed(["x"])
     assert sleeps == [1.5, 2.0]
 
 
-def test_openai_retries_a_timed_out_request(server: OpenAIEmbeddingsServer) -> None:
+def test_openai_retries_a_timed_out_request(server: OpenAICompatibleServer) -> None:
     server.stall_next(1.0)
     sleeps = _RecordedSleeps()
     with OpenAIEmbedder(_options(server, timeout_s=0.2), sleep=sleeps) as embedder:
         vectors = embedder.embed(["slow"])
     assert sleeps == [0.25]
-    assert server.calls == 2
-    np.testing.assert_allclose(vectors, [_unit(vector_for("slow", 16))], atol=1e-12)
+    assert server.embedding_calls == 2
+    np.testing.assert_allclose(vectors, [_unit(embed_text("slow", 16))], atol=1e-12)
 
 
-def test_openai_gives_up_after_max_attempts_naming_the_limit(
-    server: OpenAIEmbeddingsServer,
+def test_openai_gives_up_after_max_retries_naming_the_limit(
+    server: OpenAICompatibleServer,
 ) -> None:
-    server.fail_next([503] * 5)
+    server.fail_next(503, count=5)
     sleeps = _RecordedSleeps()
     with (
-        OpenAIEmbedder(_options(server, max_attempts=3), sleep=sleeps) as embedder,
+        OpenAIEmbedder(_options(server, max_retries=2), sleep=sleeps) as embedder,
         pytest.raises(EmbeddingRequestError, match="after 3 attempts"),
     ):
         embedder.embed(["x"])
-    assert server.calls == 3
+    assert server.embedding_calls == 3
     assert sleeps == [0.25, 0.5]
 
 
-def test_openai_does_not_retry_a_bad_request(server: OpenAIEmbeddingsServer) -> None:
-    server.fail_next([400])
+def test_openai_does_not_retry_a_bad_request(server: OpenAICompatibleServer) -> None:
+    server.fail_next(400)
     sleeps = _RecordedSleeps()
     with (
         OpenAIEmbedder(_options(server), sleep=sleeps) as embedder,
         pytest.raises(EmbeddingRequestError, match="not retryable"),
     ):
         embedder.embed(["x"])
-    assert server.calls == 1
+    assert server.embedding_calls == 1
     assert sleeps == []
 
 
-def test_openai_dimension_comes_from_the_first_response(server: OpenAIEmbeddingsServer) -> None:
+def test_openai_dimension_comes_from_the_first_response(server: OpenAICompatibleServer) -> None:
     with OpenAIEmbedder(_options(server)) as embedder:
         assert embedder.dimension == 16
         assert embedder.dimension == 16
-        assert server.calls == 1  # asked once, then remembered
+        assert server.embedding_calls == 1  # asked once, then remembered
         assert embedding_space_name(embedder) == "text-embedding-test-16"
 
 
 def test_openai_configured_dimension_needs_no_request_and_is_enforced(
-    server: OpenAIEmbeddingsServer,
+    server: OpenAICompatibleServer,
 ) -> None:
     with OpenAIEmbedder(_options(server, dimension=32)) as embedder:
         assert embedder.dimension == 32
-        assert server.calls == 0
+        assert server.embedding_calls == 0
         with pytest.raises(EmbeddingRequestError, match=r"returned 16-d vectors.*expected 32"):
             embedder.embed(["x"])
 
 
-def test_openai_requests_dimensions_when_asked(server: OpenAIEmbeddingsServer) -> None:
+def test_openai_requests_dimensions_when_asked(server: OpenAICompatibleServer) -> None:
     options = _options(server, dimension=8, request_dimensions=True)
     with OpenAIEmbedder(options) as embedder:
         assert len(embedder.embed(["x"])[0]) == 8
 
 
 def test_openai_empty_input_makes_no_request_and_empty_text_is_rejected(
-    server: OpenAIEmbeddingsServer,
+    server: OpenAICompatibleServer,
 ) -> None:
     with OpenAIEmbedder(_options(server)) as embedder:
         assert embedder.embed([]) == []
         with pytest.raises(ValueError, match=r"texts\[1\] is empty"):
             embedder.embed(["a", ""])
-    assert server.calls == 0
+    assert server.embedding_calls == 0
 
 
 # --------------------------------------------------------------------------------------------

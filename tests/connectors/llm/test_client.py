@@ -105,6 +105,17 @@ def test_one_429_is_retried_and_the_call_succeeds_with_two_requests(
     assert llm_server.chat_calls == 2
 
 
+@pytest.mark.parametrize("status", [408, 409])
+def test_request_and_lock_timeouts_are_retried_as_the_openai_client_does(
+    llm_server: OpenAICompatibleServer, make_client: Any, status: int
+) -> None:
+    llm_server.fail_next(status, count=1)
+    llm_server.queue_replies("ok")
+
+    assert make_client(max_retries=1).complete(ask("hi")) == "ok"
+    assert llm_server.chat_calls == 2
+
+
 def test_retry_delays_follow_the_backoff_policy(
     llm_server: OpenAICompatibleServer, make_client: Any
 ) -> None:
@@ -117,7 +128,7 @@ def test_retry_delays_follow_the_backoff_policy(
     assert llm_server.chat_calls == 4
 
 
-def test_retry_after_header_replaces_the_backoff_delay_capped_by_backoff_cap(
+def test_retry_after_header_stretches_the_backoff_delay_capped_by_backoff_cap(
     llm_server: OpenAICompatibleServer, make_client: Any
 ) -> None:
     slept: list[float] = []
@@ -255,20 +266,6 @@ def test_sqlite_cache_is_safe_to_share_between_threads(tmp_path: Path) -> None:
 # --- concurrency ---------------------------------------------------------------------------
 
 
-def test_complete_many_keeps_order_and_never_exceeds_max_concurrency(
-    llm_server: OpenAICompatibleServer, make_client: Any
-) -> None:
-    llm_server.delay_seconds = 0.2
-    llm_server.responder = lambda request: f"echo: {last_user_text(request)}"
-    client = make_client(max_concurrency=2)
-
-    replies = client.complete_many([ask(f"q{i}") for i in range(6)])
-
-    assert replies == [f"echo: q{i}" for i in range(6)]
-    assert llm_server.chat_calls == 6
-    assert llm_server.max_in_flight == 2
-
-
 def test_concurrency_bound_holds_for_callers_on_their_own_threads(
     llm_server: OpenAICompatibleServer, make_client: Any
 ) -> None:
@@ -283,16 +280,6 @@ def test_concurrency_bound_holds_for_callers_on_their_own_threads(
 
     assert llm_server.chat_calls == 6
     assert llm_server.max_in_flight == 2
-
-
-def test_complete_many_raises_the_first_failure(
-    llm_server: OpenAICompatibleServer, make_client: Any
-) -> None:
-    llm_server.responder = lambda request: f"echo: {last_user_text(request)}"
-    llm_server.fail_next(400, count=1, body="bad prompt")
-
-    with pytest.raises(LLMError, match="bad prompt"):
-        make_client(max_concurrency=1).complete_many([ask("a"), ask("b")])
 
 
 # --- streaming -----------------------------------------------------------------------------

@@ -233,6 +233,20 @@ def test_extract_many_returns_results_in_input_order_within_the_concurrency_boun
     assert llm_server.max_in_flight == 2
 
 
+def test_extract_many_reports_a_failed_chunk_as_its_reason_and_extracts_the_others(
+    llm_server: OpenAICompatibleServer, make_extractor: Any
+) -> None:
+    llm_server.fail_next(400, count=1, body="bad prompt")
+    llm_server.queue_replies(reply(ADA))
+
+    first, second = make_extractor(max_gleaning=0, max_concurrency=1).extract_many(
+        [CHUNK, CHUNK + " Again."]
+    )
+
+    assert isinstance(first, str) and "bad prompt" in first
+    assert not isinstance(second, str) and [e.name for e in second.entities] == ["Ada Lovelace"]
+
+
 def test_extractor_options_reject_negative_gleaning() -> None:
     with pytest.raises(ValueError, match="max_gleaning must be >= 0"):
         LLMExtractorOptions(max_gleaning=-1)
