@@ -20,13 +20,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from connectors.embeddings.base import Embedder
 from connectors.errors import store_outages
 from connectors.llm.client import ChatClient, DeltaStream, LLMError
 from connectors.stores import Stores
+from connectors.vectors.base import VectorHit
 from dataflow.core.prompts import ChatMessage
 from gateway.context import (
     TokenCounter,
@@ -40,10 +41,19 @@ from gateway.context import (
     render_context,
     round_robin,
 )
+from gateway.fusion import Lane, fuse
 from gateway.keywords import KeywordExtractor
 from gateway.prompts import NO_CONTEXT_ANSWER
-from gateway.retrieval import GraphLane, Scope, global_lane, graph_chunks, local_lane
-from gateway.retrieval import vector_chunks as search_chunks
+from gateway.retrieval import (
+    ChunkSearch,
+    GraphLane,
+    Scope,
+    cited_chunks,
+    entity_relations,
+    fetch_chunks,
+    find_entities,
+    find_relations,
+)
 from gateway.types import (
     NO_LLM_ANSWER,
     Answer,
@@ -54,12 +64,21 @@ from gateway.types import (
     Mode,
     QueryParams,
     Retrieval,
+    RetrievedEntity,
+    RetrievedRelation,
     Usage,
 )
 
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 256  # local-mode relations read in full before the budget is known
+_MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
+_MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's own searches
+_BRIDGE_WEIGHT = 0.7
+
+
+def _keys(hits: Iterable[VectorHit]) -> list[str]:
+    return [hit.key for hit in hits]
 
 
 @dataclass(frozen=True)
@@ -321,41 +340,36 @@ class QueryEngine:
     def _retrieve_at(self, params: QueryParams, version: int) -> Retrieval:
         keywords = self._keywords_for(params)
         scope = Scope(params.doc_ids, params.file_path_prefix)
-        low = ", ".join(keywords.low_level) if params.mode.uses_entities else ""
-        high = ", ".join(keywords.high_level) if params.mode.uses_relations else ""
+        mode = params.mode
         question = params.question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
-        wanted = question if params.mode.uses_chunks else ""
-        texts = list(dict.fromkeys(text for text in (low, high, wanted) if text))
-        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
+        # A lane with no keywords of its level searches with the question itself.
+        low = (", ".join(keywords.low_level) or question) if mode.uses_entities else ""
+        high = (", ".join(keywords.high_level) or question) if mode.uses_relations else ""
+        texts = list(dict.fromkeys(text for text in (low, high, question) if text))
+        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
 
-        far = global_lane(self.stores, vectors[high], params.top_k, scope) if high else GraphLane()
+        stores = self.stores
+        top_k = params.top_k
+        far = find_relations(stores, high, vectors[high], top_k, scope) if high else GraphLane()
+        named = [params.question, *keywords.low_level]
+        near = find_entities(stores, named, low, vectors[low], top_k, scope) if low else []
         limit = _FIRST_RELATION_READ
         while True:
-            local = (
-                local_lane(self.stores, vectors[low], params.top_k, scope, limit)
-                if low
-                else GraphLane()
-            )
-            merged = round_robin([local.relations, far.relations], key=lambda r: r.record.pair)
+            local, more = entity_relations(stores, near, scope, limit) if near else ([], False)
+            merged = round_robin([local, far.relations], key=lambda r: r.record.pair)
             relations = cut_by_tokens(
                 merged, relation_line, params.max_relation_tokens, self.tokenizer
             )
             kept = {relation.record.pair for relation in relations}
-            if not local.more_relations or any(r.record.pair not in kept for r in local.relations):
+            if not more or any(r.record.pair not in kept for r in local):
                 break  # the budget cut before the end of what was read: more cannot matter
             limit *= 4
-        entities = round_robin([local.entities, far.entities], key=lambda e: e.record.key)
+        entities = round_robin([near, far.entities], key=lambda e: e.record.key)
         entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
 
-        from_vectors = (
-            search_chunks(self.stores, vectors[wanted], params.chunk_top_k, scope) if wanted else []
-        )
-        from_entities, from_relations = graph_chunks(
-            self.stores, entities, relations, params.chunk_top_k, scope
-        )
-        chunks = round_robin(
-            [from_vectors, from_entities, from_relations], key=lambda c: c.chunk_id
-        )[: params.chunk_top_k]
+        search = ChunkSearch(stores, question, vectors[question], scope)
+        ranked = self._rank_chunks(mode, search, entities, relations, params.chunk_top_k)
+        chunks = fetch_chunks(stores, ranked, scope)
         budget = chunk_budget(params, entities, relations, self.tokenizer)
         chunks = cut_chunks(chunks, budget, self.tokenizer)
         return Retrieval(
@@ -367,6 +381,39 @@ class QueryEngine:
             references=references_of(chunks) if params.include_references else (),
             index_version=version,
         )
+
+    @staticmethod
+    def _rank_chunks(
+        mode: Mode,
+        search: ChunkSearch,
+        entities: list[RetrievedEntity],
+        relations: list[RetrievedRelation],
+        chunk_top_k: int,
+    ) -> list[tuple[str, float]]:
+        """The chunk ids a mode returns, best first, with their scores.
+
+        naive: chunk vectors alone (cosine scores). The graph modes fuse, by rank, the
+        chunks their entities and relations cite (ranked by relevance to the question),
+        mix adds the question's own dense and lexical chunk searches, and every graph
+        mode adds the bridge lane from its best three chunks (see gateway/retrieval.py).
+        """
+        wide = max(2 * chunk_top_k, _MIN_LANE)
+        if not (mode.uses_entities or mode.uses_relations):  # naive
+            return [(hit.key, hit.score) for hit in search.dense_hits(chunk_top_k)]
+        graph_weight = _MIX_GRAPH_WEIGHT if mode.uses_chunks else 1.0
+        lanes: list[Lane[str]] = []
+        prefer: set[str] = set()
+        if mode.uses_chunks:  # mix
+            dense, lexical = _keys(search.dense_hits(wide)), _keys(search.lexical_hits(wide))
+            lanes += [Lane(dense), Lane(lexical)]
+            prefer = {*dense, *lexical}
+        for items in ([e.record for e in entities], [r.record for r in relations]):
+            if items:
+                cited = search.relevant(cited_chunks(items, prefer), wide)
+                lanes.append(Lane(cited, graph_weight))
+        seeds = [key for key, _ in fuse(lanes)]
+        lanes.append(Lane(search.bridge(seeds, wide), _BRIDGE_WEIGHT))
+        return fuse(lanes)[:chunk_top_k]
 
     def _keywords_for(self, params: QueryParams) -> Keywords:
         given = Keywords(

@@ -1,30 +1,51 @@
 """The retrieval lanes: what each of LightRAG's modes reads from the stores.
 
-- `local_lane`: entity vectors searched with the low-level keywords, the entities with
-  their degrees (vector order), then their one-hop relations ranked by (edge degree,
+Every lane finds things two ways and fuses them by rank (gateway/fusion.py): dense
+similarity of embeddings, and lexical (BM25-style) matches of the words, so an exact
+name, number or rare word is found even when the embedding misses it.
+
+- `find_entities` (local): entity names the question spells out, looked up by exact key
+  first (gateway/names.py), then entity vectors and lexical matches of the low-level
+  keywords; `entity_relations` adds their one-hop relations ranked by (edge degree,
   weight) descending (LightRAG's ``_get_node_data``).
-- `global_lane`: relation vectors searched with the high-level keywords, relations in
-  score order (ties: edge degree, then weight), then their endpoint entities in relation
-  order (LightRAG's ``_get_edge_data``).
-- `vector_chunks`: chunk vectors searched with the question (naive and mix).
-- `graph_chunks`: the source chunks of the entities and relations kept in the context,
-  most-cited first (LightRAG's related-text-unit ordering).
+- `find_relations` (global): relation vectors and lexical matches of the high-level
+  keywords, then their endpoint entities (LightRAG's ``_get_edge_data``).
+- `ChunkSearch`: chunk vectors and lexical matches of the question (naive: vectors only).
+- `ChunkSearch.relevant`: the chunks the kept entities and relations cite, ranked by
+  their relevance to the question (dense and lexical, LightRAG's "VECTOR" pick), never
+  by citation count: a hub entity cites hundreds of chunks, most of them beside the
+  point. Work is bounded: at most `CITED_PER_ITEM` cited chunks per item and
+  `MAX_CANDIDATES` in all are ranked, by two searches restricted to them.
+- `ChunkSearch.bridge`: one hop beyond the best chunks, for questions that need a second
+  document: the specific entities those chunks mention (cited by at most `BRIDGE_MAX_CITED`
+  chunks, so hubs do not flood it), then the other chunks citing those entities, ranked
+  by relevance. "Who directed the film that starred X?" finds X's film first, then the
+  film's other passages through it.
 
 A `Scope` (the request's doc_ids / file_path_prefix) filters every vector search and
-drops graph-expanded entities, relations and chunks from other documents. Each lane is a
-handful of Redis round trips (one pipeline each), whatever `top_k` is.
+drops graph-expanded entities, relations and chunks from other documents. Each step is
+one Redis pipeline or one vector-store call, whatever `top_k` is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from connectors.stores import Stores
-from connectors.vectors.base import VectorFilter, VectorKind
+from connectors.vectors.base import VectorFilter, VectorHit, VectorKind
 from dataflow.core.chunking import Chunk
-from dataflow.core.contributions import RelationPair
+from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
+from dataflow.core.lexical import STOPWORDS, SparseVector
+from gateway.fusion import Lane, fuse
+from gateway.names import matched_names, name_spans
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
+
+CITED_PER_ITEM = 50
+MAX_CANDIDATES = 1000
+BRIDGE_SEEDS = 3  # the best chunks a bridge starts from
+BRIDGE_ENTITIES = 15
+BRIDGE_MAX_CITED = 20
 
 
 @dataclass(frozen=True)
@@ -43,10 +64,12 @@ class Scope:
     def is_everything(self) -> bool:
         return not self.doc_ids and self.file_path_prefix is None
 
-    def vector_filter(self) -> VectorFilter | None:
-        if self.is_everything:
+    def vector_filter(self, chunk_ids: Sequence[str] = ()) -> VectorFilter | None:
+        if self.is_everything and not chunk_ids:
             return None
-        return VectorFilter(doc_ids=self.doc_ids, file_path_prefix=self.file_path_prefix)
+        return VectorFilter(
+            doc_ids=self.doc_ids, file_path_prefix=self.file_path_prefix, chunk_ids=tuple(chunk_ids)
+        )
 
     def admits(self, doc_ids: Iterable[str], file_paths: Iterable[str]) -> bool:
         if self.doc_ids and not set(doc_ids) & set(self.doc_ids):
@@ -69,34 +92,55 @@ class GraphLane:
     more_relations: bool = False  # `relation_limit` left lower-ranked relations unread
 
 
-def local_lane(
+def _keys(hits: Iterable[VectorHit]) -> list[str]:
+    return [hit.key for hit in hits]
+
+
+# -- entities and relations -----------------------------------------------------------
+
+
+def find_entities(
     stores: Stores,
+    names_in: Sequence[str],
+    text: str,
     vector: Sequence[float],
     top_k: int,
     scope: Scope,
-    relation_limit: int | None = None,
-) -> GraphLane:
-    """Entities by vector, then their one-hop relations ranked by (edge degree, weight).
+) -> list[RetrievedEntity]:
+    """Entities named in `names_in` (exact keys), then by vector and lexical match of
+    `text`, fused by rank; score = the fused score."""
+    graph, vectors = stores.graph, stores.vectors
+    spans = [span for source in names_in for span in name_spans(source, STOPWORDS)]
+    candidates = graph.get_entities(dict.fromkeys(span.key for span in spans))
+    named = matched_names(spans, set(candidates))
+    dense = _keys(vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter()))
+    lexical = _keys(vectors.search_lexical(VectorKind.ENTITY, text, top_k, scope.vector_filter()))
+    fused = fuse([Lane(named), Lane(dense), Lane(lexical)])[:top_k]
+    records = {**candidates, **graph.get_entities(k for k, _ in fused if k not in candidates)}
+    kept = [
+        (records[key], score)
+        for key, score in fused
+        if key in records and scope.admits(records[key].doc_ids, records[key].file_paths)
+    ]
+    degrees = graph.node_degrees(record.key for record, _ in kept)
+    return [RetrievedEntity(record, score, degrees[record.key]) for record, score in kept]
 
-    Hub entities can have thousands of relations, most of which the token budget
-    will cut. Ranking needs only degrees (cheap integers), so with a
-    `relation_limit` only the top relations by degree (ties at the boundary
-    included, so the (degree, weight) order stays exact) are read in full, and
-    `more_relations` says whether the caller should ask again for more.
+
+def entity_relations(
+    stores: Stores,
+    entities: Sequence[RetrievedEntity],
+    scope: Scope,
+    relation_limit: int | None = None,
+) -> tuple[list[RetrievedRelation], bool]:
+    """The entities' one-hop relations ranked by (edge degree, weight), and whether
+    `relation_limit` left lower-ranked relations unread.
+
+    Hub entities can have thousands of relations, most of which the token budget will
+    cut. Ranking needs only degrees (cheap integers), so with a `relation_limit` only
+    the top relations by degree (ties at the boundary included, so the (degree, weight)
+    order stays exact) are read in full.
     """
-    hits = stores.vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter())
-    if not hits:
-        return GraphLane()
     graph = stores.graph
-    keys = [hit.key for hit in hits]
-    records = graph.get_entities(keys)
-    degrees = graph.node_degrees(keys)
-    entities = tuple(
-        RetrievedEntity(record=records[hit.key], score=hit.score, degree=degrees[hit.key])
-        for hit in hits
-        if hit.key in records
-        and scope.admits(records[hit.key].doc_ids, records[hit.key].file_paths)
-    )
     edges = graph.edges_of(entity.record.key for entity in entities)
     pairs = list(
         dict.fromkeys(pair for entity in entities for pair in edges.get(entity.record.key, []))
@@ -115,28 +159,33 @@ def local_lane(
         if pair in relations and scope.admits(relations[pair].doc_ids, relations[pair].file_paths)
     ]
     found.sort(key=lambda r: (r.degree, r.record.weight), reverse=True)  # stable: ties keep order
-    return GraphLane(entities=entities, relations=tuple(found), more_relations=more)
+    return found, more
 
 
-def global_lane(stores: Stores, vector: Sequence[float], top_k: int, scope: Scope) -> GraphLane:
-    hits = stores.vectors.search(VectorKind.RELATION, vector, top_k, scope.vector_filter())
-    scores: dict[RelationPair, float] = {}
-    for hit in hits:
+def find_relations(
+    stores: Stores, text: str, vector: Sequence[float], top_k: int, scope: Scope
+) -> GraphLane:
+    """Relations by vector and lexical match of `text`, fused by rank (score = fused
+    score), then their endpoint entities in relation order."""
+    vectors = stores.vectors
+    dense = vectors.search(VectorKind.RELATION, vector, top_k, scope.vector_filter())
+    lexical = vectors.search_lexical(VectorKind.RELATION, text, top_k, scope.vector_filter())
+    pairs: dict[str, RelationPair] = {}
+    for hit in (*dense, *lexical):
         source, target = hit.payload.get("source"), hit.payload.get("target")
         if isinstance(source, str) and isinstance(target, str) and source != target:
-            pair = (source, target) if source < target else (target, source)
-            scores.setdefault(pair, hit.score)
-    if not scores:
+            pairs[hit.key] = (source, target) if source < target else (target, source)
+    fused = [(pairs[key], score) for key, score in fuse([Lane(_keys(dense)), Lane(_keys(lexical))])]
+    if not fused:
         return GraphLane()
     graph = stores.graph
-    records, endpoints = graph.get_relations_with_endpoints(scores)
+    records, endpoints = graph.get_relations_with_endpoints(pair for pair, _ in fused)
     edge_degrees = graph.edge_degrees(records)
     found = [
-        RetrievedRelation(record=record, score=scores[pair], degree=edge_degrees[pair])
-        for pair, record in records.items()
-        if scope.admits(record.doc_ids, record.file_paths)
+        RetrievedRelation(record=records[pair], score=score, degree=edge_degrees[pair])
+        for pair, score in fused[:top_k]
+        if pair in records and scope.admits(records[pair].doc_ids, records[pair].file_paths)
     ]
-    found.sort(key=lambda r: (-r.score, -r.degree, -r.record.weight))
     keys = list(dict.fromkeys(key for relation in found for key in relation.record.pair))
     degrees = graph.node_degrees(keys)
     entities = tuple(
@@ -147,62 +196,90 @@ def global_lane(stores: Stores, vector: Sequence[float], top_k: int, scope: Scop
     return GraphLane(entities=entities, relations=tuple(found))
 
 
-def vector_chunks(
-    stores: Stores, vector: Sequence[float], chunk_top_k: int, scope: Scope
-) -> list[RetrievedChunk]:
-    hits = stores.vectors.search(VectorKind.CHUNK, vector, chunk_top_k, scope.vector_filter())
-    chunks = stores.graph.get_chunks(hit.key for hit in hits)
-    return [
-        _retrieved(chunks[hit.key], hit.score)
-        for hit in hits
-        if hit.key in chunks and scope.admits_chunk(chunks[hit.key])
-    ]
+# -- chunks -------------------------------------------------------------------------------
 
 
-def rank_cited_chunks(citing: Sequence[Sequence[str]], counts: dict[str, int]) -> list[str]:
-    """Chunk ids in order of first citation, then stably by citation count, highest first."""
-    order = list(dict.fromkeys(chunk_id for ids in citing for chunk_id in ids))
-    order.sort(key=lambda chunk_id: counts[chunk_id], reverse=True)
-    return order
+@dataclass
+class ChunkSearch:
+    """The question as a chunk query, dense and lexical, for every chunk lane of one call.
 
-
-def graph_chunks(
-    stores: Stores,
-    entities: Sequence[RetrievedEntity],
-    relations: Sequence[RetrievedRelation],
-    chunk_top_k: int,
-    scope: Scope,
-) -> tuple[list[RetrievedChunk], list[RetrievedChunk]]:
-    """(entity chunks, relation chunks), each ranked by how many of the given entities and
-    relations cite the chunk (first citation breaks ties) and cut to `chunk_top_k`.
-
-    As in LightRAG, relation chunks skip the chunks already picked for the entities, so
-    the relation source brings new evidence to the round-robin instead of repeats.
-
-    Graph chunks carry score 0: they were reached through the graph, not by similarity.
+    The lexical query's IDF weights are counted once and reused by every search.
     """
-    entity_ids = [entity.record.source_chunk_ids for entity in entities]
-    relation_ids = [relation.record.source_chunk_ids for relation in relations]
-    counts: dict[str, int] = {}
-    for ids in (*entity_ids, *relation_ids):
-        for chunk_id in set(ids):
-            counts[chunk_id] = counts.get(chunk_id, 0) + 1
-    if not counts:
-        return [], []
-    fetched = stores.graph.get_chunks(counts)
 
-    def pick(citing: Sequence[Sequence[str]], taken: set[str]) -> list[RetrievedChunk]:
-        kept: list[RetrievedChunk] = []
-        for chunk_id in rank_cited_chunks(citing, counts):
-            chunk = fetched.get(chunk_id)
-            if chunk_id not in taken and chunk is not None and scope.admits_chunk(chunk):
-                kept.append(_retrieved(chunk, 0.0))
-                if len(kept) >= chunk_top_k:
-                    break
-        return kept
+    stores: Stores
+    text: str
+    vector: Sequence[float]
+    scope: Scope
+    _lexical: SparseVector | None = field(default=None, init=False, repr=False)
 
-    from_entities = pick(entity_ids, set())
-    return from_entities, pick(relation_ids, {chunk.chunk_id for chunk in from_entities})
+    @property
+    def lexical(self) -> SparseVector:
+        if self._lexical is None:
+            self._lexical = self.stores.vectors.lexical_query(VectorKind.CHUNK, self.text)
+        return self._lexical
+
+    def dense_hits(self, limit: int, among: Sequence[str] | None = None) -> list[VectorHit]:
+        return self.stores.vectors.search(
+            VectorKind.CHUNK, self.vector, limit, self.scope.vector_filter(), among
+        )
+
+    def lexical_hits(self, limit: int, among: Sequence[str] | None = None) -> list[VectorHit]:
+        return self.stores.vectors.search_sparse(
+            VectorKind.CHUNK, self.lexical, limit, self.scope.vector_filter(), among
+        )
+
+    def relevant(self, candidates: Sequence[str], limit: int) -> list[str]:
+        """`candidates` (chunk ids) ranked by relevance to the question: the fusion of a
+        dense and a lexical search restricted to them."""
+        among = list(dict.fromkeys(candidates))[:MAX_CANDIDATES]
+        if not among:
+            return []
+        dense = _keys(self.dense_hits(min(limit, len(among)), among))
+        lexical = _keys(self.lexical_hits(min(limit, len(among)), among))
+        return [key for key, _ in fuse([Lane(dense), Lane(lexical)])][:limit]
+
+    def bridge(self, seeds: Sequence[str], limit: int) -> list[str]:
+        """Chunks one entity away from `seeds` (the best chunks so far), by relevance."""
+        if not seeds:
+            return []
+        hits = self.stores.vectors.search(
+            VectorKind.ENTITY,
+            self.vector,
+            BRIDGE_ENTITIES,
+            self.scope.vector_filter(chunk_ids=seeds[:BRIDGE_SEEDS]),
+        )
+        candidates: list[str] = []
+        for hit in hits:
+            cited = hit.payload.get("chunk_ids")
+            if isinstance(cited, list) and len(cited) <= BRIDGE_MAX_CITED:
+                candidates.extend(str(c) for c in cited)
+        # The seeds stay among the candidates: the lane is a ranking to fuse, and leaving
+        # out the best chunks would push them down the fused list.
+        return self.relevant(candidates, limit)
+
+
+def cited_chunks(records: Iterable[EntityRecord | RelationRecord], prefer: set[str]) -> list[str]:
+    """The chunk ids the records cite, at most `CITED_PER_ITEM` per record: those in
+    `prefer` (chunks the question's own searches found) first, then in stored order."""
+    chosen: list[str] = []
+    for record in records:
+        ids: Sequence[str] = record.source_chunk_ids
+        if len(ids) > CITED_PER_ITEM:
+            ids = sorted(ids, key=lambda chunk_id: chunk_id not in prefer)[:CITED_PER_ITEM]
+        chosen.extend(ids)
+    return list(dict.fromkeys(chosen))
+
+
+def fetch_chunks(
+    stores: Stores, ranked: Sequence[tuple[str, float]], scope: Scope
+) -> list[RetrievedChunk]:
+    """Chunk records for ranked ids, in order, with their scores; out of scope dropped."""
+    chunks = stores.graph.get_chunks(chunk_id for chunk_id, _ in ranked)
+    return [
+        _retrieved(chunks[chunk_id], score)
+        for chunk_id, score in ranked
+        if chunk_id in chunks and scope.admits_chunk(chunks[chunk_id])
+    ]
 
 
 def _retrieved(chunk: Chunk, score: float) -> RetrievedChunk:

@@ -246,6 +246,22 @@ class VectorStore(Protocol):
         has no searchable terms (stopwords only)."""
         ...
 
+    def lexical_query(self, kind: VectorKind, text: str) -> SparseVector:
+        """`text` as a lexical query: its terms weighted by their IDF in the live
+        collection (one count per term), to reuse across several `search_sparse` calls."""
+        ...
+
+    def search_sparse(
+        self,
+        kind: VectorKind,
+        query: SparseVector,
+        top_k: int,
+        filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        """`search_lexical` with a query made by `lexical_query`."""
+        ...
+
     def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
         """The stored points among `keys`, by key; missing keys are absent."""
         ...
@@ -553,12 +569,25 @@ class BaseVectorStore(ABC):
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
     ) -> list[VectorHit]:
+        return self.search_sparse(kind, self.lexical_query(kind, text), top_k, filter, keys)
+
+    def lexical_query(self, kind: VectorKind, text: str) -> SparseVector:
         name = self._name(kind)
         terms = query_terms(text)
         if not terms:
-            return []
+            return SparseVector()
         frequencies = {term: self._count(name, TERMS_FIELD, term) for term in terms}
-        query = query_vector(frequencies, self._count(name))
+        return query_vector(frequencies, self._count(name))
+
+    def search_sparse(
+        self,
+        kind: VectorKind,
+        query: SparseVector,
+        top_k: int,
+        filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+    ) -> list[VectorHit]:
+        self._name(kind)
         if not query:
             return []
         return self._ranked(kind, query, top_k, filter, keys)

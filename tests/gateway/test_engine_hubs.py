@@ -8,7 +8,7 @@ import pytest
 import gateway.engine as engine_module
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import Scope, local_lane
+from gateway.retrieval import Scope, entity_relations, find_entities
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import build_corpus
@@ -38,12 +38,16 @@ def hub(redis_server, tmp_path_factory):
 
 def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
     vector = hub.embedder.embed(["Kessler Institute"])[0]
-    full = local_lane(hub.stores, vector, 5, Scope())
-    limited = local_lane(hub.stores, vector, 5, Scope(), relation_limit=20)
-    assert len(full.relations) >= PARTNERS
-    assert limited.more_relations and not full.more_relations
-    assert 20 <= len(limited.relations) < len(full.relations)
-    assert limited.relations == full.relations[: len(limited.relations)]
+    entities = find_entities(
+        hub.stores, ["Kessler Institute"], "Kessler Institute", vector, 5, Scope()
+    )
+    full, full_more = entity_relations(hub.stores, entities, Scope())
+    limited, limited_more = entity_relations(hub.stores, entities, Scope(), relation_limit=20)
+    assert entities[0].record.key == "kessler institute"
+    assert len(full) >= PARTNERS
+    assert limited_more and not full_more
+    assert 20 <= len(limited) < len(full)
+    assert limited == full[: len(limited)]
 
 
 @pytest.mark.parametrize("budget", [300, 2000, 8000, 60000])
