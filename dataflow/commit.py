@@ -17,10 +17,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from connectors.redis.graph_store import GraphBatch
-from connectors.vectors.base import VectorKind, VectorPoint, relation_point_key
+from connectors.vectors.base import VectorKind, VectorPoint
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.naming import relation_id
 from dataflow.messages import (
     Ack,
     ChunkSettled,
@@ -203,7 +204,7 @@ class CommitBuffer:
             else:
                 upserts.append(entity_point(entity.record, entity.vector))
         for relation in self.relations.values():
-            key = relation_point_key(*relation.pair)
+            key = relation_id(relation.pair)
             if relation.record is None or relation.vector is None:
                 deletes.append((VectorKind.RELATION, key))
             else:
@@ -236,7 +237,7 @@ def relation_point(record: RelationRecord, vector: Vector) -> VectorPoint:
         "file_paths": list(record.file_paths),
         "doc_ids": list(record.doc_ids),
     }
-    return VectorPoint(VectorKind.RELATION, relation_point_key(*record.pair), vector, payload)
+    return VectorPoint(VectorKind.RELATION, relation_id(record.pair), vector, payload)
 
 
 def chunk_point(chunk: Chunk, vector: Vector) -> VectorPoint:

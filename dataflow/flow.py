@@ -42,6 +42,7 @@ from dataflow.core.contributions import (
     RelationRecord,
 )
 from dataflow.core.documents import DocumentDelete
+from dataflow.core.naming import relation_id
 from dataflow.core.steps import (
     ChunkAdded,
     ChunkExtracted,
@@ -66,13 +67,6 @@ from dataflow.messages import (
     TaggedDelta,
     Ticket,
 )
-
-PAIR_SEPARATOR = "\x1f"
-
-
-def pair_route_key(pair: RelationPair) -> str:
-    """Bytewax keys must be str; entity keys never contain U+001F."""
-    return f"{pair[0]}{PAIR_SEPARATOR}{pair[1]}"
 
 
 def build_flow(
@@ -130,7 +124,7 @@ def _route_key(item: TaggedDelta) -> str:
     contribution = item.delta.contribution
     if isinstance(contribution, EntityContribution):
         return contribution.key
-    return pair_route_key(contribution.key)
+    return relation_id(contribution.key)  # Bytewax keys must be str
 
 
 # -- document step ------------------------------------------------------------

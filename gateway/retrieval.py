@@ -24,6 +24,7 @@ from connectors.stores import Stores
 from connectors.vectors.base import VectorFilter, VectorKind
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import RelationPair
+from dataflow.core.naming import relation_pair
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
 
 
@@ -123,9 +124,8 @@ def global_lane(stores: Stores, vector: Sequence[float], top_k: int, scope: Scop
     scores: dict[RelationPair, float] = {}
     for hit in hits:
         source, target = hit.payload.get("source"), hit.payload.get("target")
-        if isinstance(source, str) and isinstance(target, str) and source != target:
-            pair = (source, target) if source < target else (target, source)
-            scores.setdefault(pair, hit.score)
+        if isinstance(source, str) and isinstance(target, str) and source and source != target:
+            scores.setdefault(relation_pair(source, target), hit.score)
     if not scores:
         return GraphLane()
     graph = stores.graph

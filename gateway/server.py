@@ -22,7 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from connectors.llm.client import LLMError
-from connectors.redis.graph_store import GraphStore, normalise_pair
+from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import (
     DocumentChange,
     DocumentDelete,
@@ -32,7 +32,7 @@ from dataflow.core.documents import (
     PreparedDocument,
     prepare_document,
 )
-from dataflow.core.naming import entity_key
+from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
 from gateway.auth import BearerTokenInterceptor
 from gateway.types import (
@@ -266,7 +266,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         target = self._entity_key(context, "target", request.target)
         if source == target:
             _invalid(context, "target", f"must differ from source; both are {source!r}")
-        pair = normalise_pair(source, target)
+        pair = relation_pair(source, target)
         with _statuses(context):
             version = self._graph.version()
             record = self._graph.get_relations([pair]).get(pair)

@@ -2,8 +2,9 @@
 
 import pytest
 
-from connectors.vectors.base import VectorKind, relation_point_key
+from connectors.vectors.base import VectorKind
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
+from dataflow.core.naming import relation_id
 from tests.dataflow.harness import events, fresh_build, new_components, run_flow, stored
 
 ALICE = (
@@ -30,7 +31,7 @@ def assert_stores_equal_fresh_build(components, final_documents, embed):
     assert index.graph == expected
     assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
     assert set(index.vectors[VectorKind.RELATION]) == {
-        relation_point_key(*pair) for pair in expected.relations
+        relation_id(pair) for pair in expected.relations
     }
     assert set(index.vectors[VectorKind.CHUNK]) == set(expected.chunks)
     for key, entity in expected.entities.items():
