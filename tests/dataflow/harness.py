@@ -21,8 +21,8 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentChange, DocumentLimits
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
+from dataflow.core.messages import SourceEvent
 from dataflow.core.offline.extractor import extract_offline
-from dataflow.events import SourceEvent
 from dataflow.flow import build_flow
 
 TOKENIZER = TiktokenTokenizer()
