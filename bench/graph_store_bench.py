@@ -23,8 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connectors.redis.embedded import EmbeddedRedis
-from connectors.redis.graph_store import GraphBatch, GraphStore, normalise_pair
+from connectors.redis.graph_store import GraphBatch, GraphStore
 from dataflow.core.contributions import EntityRecord, RelationRecord
+from dataflow.core.naming import relation_pair
 
 
 def entity_record(index: int) -> EntityRecord:
@@ -62,7 +63,7 @@ def random_pairs(entities: int, relations: int, rng: random.Random) -> list[tupl
     while len(pairs) < relations:
         a, b = rng.randrange(entities), rng.randrange(entities)
         if a != b:
-            pairs.add(normalise_pair(f"entity {a:07d}", f"entity {b:07d}"))
+            pairs.add(relation_pair(f"entity {a:07d}", f"entity {b:07d}"))
     return sorted(pairs)
 
 
@@ -132,7 +133,7 @@ def main() -> None:
         for key in keys:
             start = time.perf_counter()
             neighbours = store.get_neighbours([key])[key]
-            pairs = [normalise_pair(key, n) for n, _ in neighbours]
+            pairs = [relation_pair(key, n) for n, _ in neighbours]
             found, ends = store.get_relations_with_endpoints(pairs)
             latencies.append(time.perf_counter() - start)
             if len(found) != len(pairs) or (pairs and key not in ends):

@@ -40,10 +40,10 @@ from connectors.vectors.base import (
     VectorFilter,
     VectorKind,
     VectorPoint,
-    relation_point_key,
 )
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from dataflow.core.naming import relation_id, relation_pair
 
 DIMENSION = 384
 SPACE = "bench-clustered-384"
@@ -158,7 +158,7 @@ def build_corpus(size: CorpusSize, queries: int, seed: int, spread: float = 1.0)
         relations.append(
             VectorPoint(
                 VectorKind.RELATION,
-                relation_point_key(entity_keys[a], entity_keys[b]),
+                relation_id(relation_pair(entity_keys[a], entity_keys[b])),
                 relation_vectors[i],
                 {
                     "source": entity_keys[a],

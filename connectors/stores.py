@@ -12,7 +12,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 import redis
 
@@ -21,9 +20,8 @@ from connectors.redis.graph_store import GraphStore
 from connectors.vectors.base import VectorKind, VectorStore
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
-
-if TYPE_CHECKING:
-    from dataflow.commit import CommitBatch
+from connectors.writes import store_write
+from dataflow.core.commit import CommitBatch
 
 
 @dataclass(frozen=True)
@@ -46,14 +44,15 @@ class Stores:
 
     def write(self, batch: CommitBatch) -> int:
         """Vectors first, then the graph (whose version bump makes the batch visible)."""
+        write = store_write(batch)
         deletes: dict[VectorKind, list[str]] = defaultdict(list)
-        for kind, key in batch.vector_deletes:
+        for kind, key in write.vector_deletes:
             deletes[kind].append(key)
         for kind, keys in deletes.items():
             self.vectors.delete(kind, keys)
-        if batch.vector_upserts:
-            self.vectors.upsert(batch.vector_upserts)
-        return self.graph.apply(batch.graph)
+        if write.vector_upserts:
+            self.vectors.upsert(write.vector_upserts)
+        return self.graph.apply(write.graph)
 
     def close(self) -> None:
         self.vectors.close()

@@ -15,13 +15,12 @@ from typing import Protocol
 
 from connectors.embeddings.base import Embedder
 from connectors.stores import Stores
-from dataflow.commit import CommitBatch
 from dataflow.core.chunking import ChunkingOptions, Tokenizer
+from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
-from dataflow.events import SourceEvent
-from dataflow.messages import EntityState, RelationState, Vector
+from dataflow.core.messages import EntityFragmentsChanged, FragmentsChanged, SourceEvent, Vector
 
 logger = logging.getLogger("kgstream.indexer")
 
@@ -64,7 +63,7 @@ class Components:
         return [tuple(vector) for vector in self.embedder.embed(list(texts))]
 
     def render_many(
-        self, states: Sequence[EntityState | RelationState]
+        self, states: Sequence[FragmentsChanged]
     ) -> list[EntityRecord | RelationRecord | None]:
         """Render states; concurrently when summaries may call an LLM."""
         if self.render_concurrency <= 1 or len(states) <= 1:
@@ -73,8 +72,8 @@ class Components:
             self._pool = ThreadPoolExecutor(self.render_concurrency, "kgstream-render")
         return list(self._pool.map(self._render, states))
 
-    def _render(self, state: EntityState | RelationState) -> EntityRecord | RelationRecord | None:
-        if isinstance(state, EntityState):
+    def _render(self, state: FragmentsChanged) -> EntityRecord | RelationRecord | None:
+        if isinstance(state, EntityFragmentsChanged):
             return self.renderer.entity(state.key, state.fragments or {})
         return self.renderer.relation(state.pair, state.fragments or {})
 

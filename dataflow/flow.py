@@ -1,5 +1,10 @@
 """The Bytewax dataflow: wiring only. Each step calls the pure functions of dataflow/core.
 
+Read dataflow/core/index.py first: it drives the same step functions in one
+process and is the definition of "the index of these documents". This module
+only routes them through Bytewax, with the commit protocol of
+dataflow/core/commit.py on top so the stores know when a document is whole.
+
     events ─ key doc_id ─ document ─┬─ DocumentPending ──────────────────────────────┐
                                      └─ ChunkTask ─ extract (batch: LLM + embed)       │
                                            ─ key chunk_id ─ chunk ─┬─ ChunkSettled ────┤
@@ -19,99 +24,127 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeGuard, cast
+from typing import Generic, TypeGuard, TypeVar, cast
 
 import bytewax.operators as op
-from bytewax.dataflow import Dataflow
+from bytewax.dataflow import Dataflow, Stream
 from bytewax.inputs import Source
-from bytewax.operators import StatefulBatchLogic
+from bytewax.operators import KeyedStream, StatefulBatchLogic
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
-from dataflow.commit import CommitBatch, CommitBuffer
 from dataflow.components import Components
+from dataflow.core.commit import (
+    AckCounts,
+    CommitBatch,
+    CommitBuffer,
+    chunk_messages,
+    count_deltas,
+    document_messages,
+    release_acks,
+)
 from dataflow.core.contributions import (
     ChunkContributions,
     EntityContribution,
     EntityFragment,
     EntityRecord,
+    RelationContribution,
     RelationFragment,
     RelationPair,
     RelationRecord,
 )
-from dataflow.core.documents import DocumentDelete
-from dataflow.core.steps import (
-    ChunkAdded,
-    ChunkExtracted,
-    ChunkRemoved,
-    DocumentState,
-    update_chunk,
-    update_document,
-    update_fragments,
-)
-from dataflow.events import SourceEvent
-from dataflow.messages import (
+from dataflow.core.messages import (
     Ack,
     ChunkOutcome,
     ChunkSettled,
     ChunkTask,
     CommitInput,
     DocumentPending,
+    EntityFragmentsChanged,
     EntityRendered,
-    EntityState,
+    FragmentsChanged,
+    RelationFragmentsChanged,
     RelationRendered,
-    RelationState,
+    SourceEvent,
     TaggedDelta,
-    Ticket,
+)
+from dataflow.core.naming import relation_id
+from dataflow.core.steps import (
+    ChunkAdded,
+    ChunkExtracted,
+    ChunkRemoved,
+    ContributionDelta,
+    DocumentState,
+    update_chunk,
+    update_document,
+    update_fragments,
 )
 
-PAIR_SEPARATOR = "\x1f"
-
-
-def pair_route_key(pair: RelationPair) -> str:
-    """Bytewax keys must be str; entity keys never contain U+001F."""
-    return f"{pair[0]}{PAIR_SEPARATOR}{pair[1]}"
+K = TypeVar("K")
+F = TypeVar("F", EntityFragment, RelationFragment)
+Out = TypeVar("Out", EntityFragmentsChanged, RelationFragmentsChanged)
+Rendered = EntityRendered | RelationRendered
 
 
 def build_flow(
     source: Source[SourceEvent], components: Components, flow_id: str = "kgstream"
 ) -> Dataflow:
     flow = Dataflow(flow_id)
-    events = op.input("events", flow, source)
-    by_doc = op.key_on("key_doc", events, lambda event: event.change.doc_id)
-    documents = op.key_rm(
+    events: Stream[SourceEvent] = op.input("events", flow, source)
+    by_doc: KeyedStream[SourceEvent] = op.key_on("key_doc", events, _doc_id)
+    documents: Stream[DocumentPending | ChunkTask] = op.key_rm(
         "unkey_doc",
         op.stateful_flat_map("document", by_doc, _document_step(components)),
     )
     split = op.branch("split_document", documents, _is_pending)
-    outcomes = op.flat_map_batch("extract", split.falses, _extract_step(components))
-    by_chunk = op.key_on("key_chunk", outcomes, lambda outcome: outcome.chunk_id)
-    chunk_items = op.key_rm("unkey_chunk", op.stateful_flat_map("chunk", by_chunk, _chunk_step))
+    pending: Stream[DocumentPending] = split.trues
+    tasks = cast(Stream[ChunkTask], split.falses)  # branch types its falses as the input
+    outcomes: Stream[ChunkOutcome] = op.flat_map_batch("extract", tasks, _extract_step(components))
+    by_chunk: KeyedStream[ChunkOutcome] = op.key_on("key_chunk", outcomes, _chunk_id)
+    chunk_items: Stream[TaggedDelta | ChunkSettled] = op.key_rm(
+        "unkey_chunk", op.stateful_flat_map("chunk", by_chunk, _chunk_step)
+    )
     chunk_split = op.branch("split_chunk", chunk_items, _is_settled)
-    deltas: Any = op.branch("split_delta", chunk_split.falses, _is_entity_delta)
-    by_entity = op.key_on("key_entity", deltas.trues, _route_key)
-    by_relation = op.key_on("key_relation", deltas.falses, _route_key)
+    settled: Stream[ChunkSettled] = chunk_split.trues
+    deltas = cast(Stream[TaggedDelta], chunk_split.falses)  # as above
+    delta_split = op.branch("split_delta", deltas, _is_entity_delta)
+    by_entity: KeyedStream[TaggedDelta] = op.key_on("key_entity", delta_split.trues, _route_key)
+    by_relation: KeyedStream[TaggedDelta] = op.key_on(
+        "key_relation", delta_split.falses, _route_key
+    )
     delay = timedelta(seconds=components.coalesce_seconds)
-    entities = op.key_rm(
+    entities: Stream[EntityFragmentsChanged] = op.key_rm(
         "unkey_entity",
         op.stateful_batch("entity", by_entity, lambda resume: _EntityLogic(resume, delay)),
     )
-    relations = op.key_rm(
+    relations: Stream[RelationFragmentsChanged] = op.key_rm(
         "unkey_relation",
         op.stateful_batch("relation", by_relation, lambda resume: _RelationLogic(resume, delay)),
     )
-    states = op.merge("states", entities, relations)
-    rendered = op.flat_map_batch("render", states, _render_step(components))
-    to_commit = op.merge("to_commit", split.trues, chunk_split.trues, rendered)
-    keyed = op.key_on("key_commit", to_commit, lambda _: "commit")
-    batches = op.key_rm(
+    changed: Stream[FragmentsChanged] = op.merge("states", entities, relations)
+    rendered: Stream[Rendered] = op.flat_map_batch("render", changed, _render_step(components))
+    to_commit: Stream[CommitInput] = op.merge("to_commit", pending, settled, rendered)
+    keyed: KeyedStream[CommitInput] = op.key_on("key_commit", to_commit, _commit_key)
+    batches: Stream[CommitBatch] = op.key_rm(
         "unkey_commit",
         op.stateful_batch("commit", keyed, _CommitLogic),
     )
     op.output("stores", batches, StoreSink(components))
     return flow
+
+
+def _doc_id(event: SourceEvent) -> str:
+    return event.change.doc_id
+
+
+def _chunk_id(outcome: ChunkOutcome) -> str:
+    return outcome.chunk_id
+
+
+def _commit_key(_: CommitInput) -> str:
+    return "commit"
 
 
 def _is_pending(item: DocumentPending | ChunkTask) -> TypeGuard[DocumentPending]:
@@ -130,13 +163,18 @@ def _route_key(item: TaggedDelta) -> str:
     contribution = item.delta.contribution
     if isinstance(contribution, EntityContribution):
         return contribution.key
-    return pair_route_key(contribution.key)
+    return relation_id(contribution.key)  # Bytewax keys must be str
 
 
 # -- document step ------------------------------------------------------------
 
+DocumentStep = Callable[
+    [DocumentState | None, SourceEvent],
+    tuple[DocumentState | None, list[DocumentPending | ChunkTask]],
+]
 
-def _document_step(components: Components) -> Any:
+
+def _document_step(components: Components) -> DocumentStep:
     def step(
         state: DocumentState | None, event: SourceEvent
     ) -> tuple[DocumentState | None, list[DocumentPending | ChunkTask]]:
@@ -145,25 +183,7 @@ def _document_step(components: Components) -> Any:
         new_state, outcome = update_document(
             state, event.change, components.tokenizer, components.chunking, components.limits
         )
-        unchanged = outcome.record is None and not isinstance(event.change, DocumentDelete)
-        if unchanged:
-            return new_state, []
-        ticket = Ticket(event.change.doc_id, f"{event.origin}@{event.event_time!r}")
-        awaiting = tuple(
-            change.chunk.chunk_id if isinstance(change, ChunkAdded) else change.chunk_id
-            for change in outcome.changes
-        )
-        removed = tuple(c.chunk_id for c in outcome.changes if isinstance(c, ChunkRemoved))
-        pending = DocumentPending(
-            ticket=ticket,
-            record=outcome.record,
-            chunks=outcome.chunks,
-            removed_chunk_ids=removed,
-            awaiting=awaiting,
-            event_time=event.event_time,
-        )
-        tasks = [ChunkTask(ticket, change) for change in outcome.changes]
-        return new_state, [pending, *tasks]
+        return new_state, document_messages(event, outcome)
 
     return step
 
@@ -171,7 +191,7 @@ def _document_step(components: Components) -> Any:
 # -- extraction (batch) -------------------------------------------------------
 
 
-def _extract_step(components: Components) -> Any:
+def _extract_step(components: Components) -> Callable[[list[ChunkTask]], list[ChunkOutcome]]:
     def step(tasks: list[ChunkTask]) -> list[ChunkOutcome]:
         added = [t.change.chunk for t in tasks if isinstance(t.change, ChunkAdded)]
         texts = [chunk.text for chunk in added]
@@ -204,58 +224,50 @@ def _chunk_step(
     state: ChunkContributions | None, outcome: ChunkOutcome
 ) -> tuple[ChunkContributions | None, list[TaggedDelta | ChunkSettled]]:
     new_state, deltas = update_chunk(state, outcome.event)
-    chunk = outcome.event.chunk if isinstance(outcome.event, ChunkExtracted) else None
-    tagged: list[TaggedDelta | ChunkSettled] = [
-        TaggedDelta(outcome.ticket, outcome.chunk_id, delta) for delta in deltas
-    ]
-    settled = ChunkSettled(
-        outcome.ticket, outcome.chunk_id, len(deltas), outcome.vector, chunk, outcome.failure
-    )
-    return new_state, [*tagged, settled]
+    return new_state, chunk_messages(outcome, deltas)
 
 
 # -- entity and relation steps ------------------------------------------------
 
 
 @dataclass
-class _FragmentsLogicState:
-    key: Any = None
-    fragments: dict[str, Any] | None = None
-    acks: Counter[Any] = field(default_factory=Counter)
+class _FragmentsLogicState(Generic[K, F]):
+    key: K | None = None
+    fragments: dict[str, F] | None = None
+    acks: AckCounts = field(default_factory=Counter)
     due: datetime | None = None  # when the coalesced render is released
 
 
-class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Any, _FragmentsLogicState]):
-    """Folds a key's deltas and emits its state (with acknowledgements) for rendering.
+class _FragmentsLogic(
+    StatefulBatchLogic[TaggedDelta, Out, _FragmentsLogicState[K, F]], Generic[K, F, Out]
+):
+    """Folds a key's deltas and emits its fragments (with acknowledgements) for rendering.
 
     Without delay, once per batch. With a delay (an LLM summarises descriptions),
     changes are held for `delay` after the first one, so a burst of edits to one
     entity costs one render and one summary call, not one per edit.
     """
 
-    def __init__(self, resume: _FragmentsLogicState | None, delay: timedelta) -> None:
-        self.state = resume or _FragmentsLogicState()
+    def __init__(self, resume: _FragmentsLogicState[K, F] | None, delay: timedelta) -> None:
+        self.state: _FragmentsLogicState[K, F] = resume or _FragmentsLogicState()
         self.delay = delay
 
-    def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Any], bool]:
-        updates = []
-        for tagged in values:
-            contribution = tagged.delta.contribution
-            fragment = None if tagged.delta.retracted else contribution.fragment
-            updates.append((contribution.contribution_id, fragment))
-            self.state.acks[(tagged.ticket, tagged.chunk_id)] += 1
-        self.state.key = values[0].delta.contribution.key
-        self.state.fragments = update_fragments(self.state.fragments, updates)
+    def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
+        updates = [self.update(tagged.delta) for tagged in values]
+        count_deltas(self.state.acks, values)
+        self.state.key = updates[0][0]
+        folded = ((contribution_id, fragment) for _, contribution_id, fragment in updates)
+        self.state.fragments = update_fragments(self.state.fragments, folded)
         if not self.delay:
             return self._release()
         if self.state.due is None:
             self.state.due = datetime.now(UTC) + self.delay
         return [], StatefulBatchLogic.RETAIN
 
-    def on_notify(self) -> tuple[Iterable[Any], bool]:
+    def on_notify(self) -> tuple[Iterable[Out], bool]:
         return self._release()
 
-    def on_eof(self) -> tuple[Iterable[Any], bool]:
+    def on_eof(self) -> tuple[Iterable[Out], bool]:
         if self.state.due is None:
             return [], StatefulBatchLogic.RETAIN
         return self._release()
@@ -263,53 +275,75 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Any, _FragmentsLogicState]
     def notify_at(self) -> datetime | None:
         return self.state.due
 
-    def _release(self) -> tuple[Iterable[Any], bool]:
-        acks = tuple(Ack(t, c, n) for (t, c), n in self.state.acks.items())
-        emitted = self.emit(self.state.key, self.state.fragments, acks)
+    def _release(self) -> tuple[Iterable[Out], bool]:
+        key = self.state.key
+        if key is None:
+            raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
+        emitted = self.emit(key, self.state.fragments, release_acks(self.state.acks))
         self.state.acks, self.state.due = Counter(), None
         return [emitted], self.state.fragments is None
 
-    def emit(self, key: Any, fragments: Any, acks: tuple[Ack, ...]) -> Any:
+    def update(self, delta: ContributionDelta) -> tuple[K, str, F | None]:
+        """(key, contribution id, fragment or None for a retraction) of one delta."""
         raise NotImplementedError
 
-    def snapshot(self) -> _FragmentsLogicState:
+    def emit(self, key: K, fragments: dict[str, F] | None, acks: tuple[Ack, ...]) -> Out:
+        raise NotImplementedError
+
+    def snapshot(self) -> _FragmentsLogicState[K, F]:
         return copy.deepcopy(self.state)
 
 
-class _EntityLogic(_FragmentsLogic):
+class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityFragmentsChanged]):
+    def update(self, delta: ContributionDelta) -> tuple[str, str, EntityFragment | None]:
+        contribution = delta.contribution
+        if not isinstance(contribution, EntityContribution):
+            raise TypeError(f"step 'entity' got a relation delta for {contribution.key!r}")
+        fragment = None if delta.retracted else contribution.fragment
+        return contribution.key, contribution.contribution_id, fragment
+
     def emit(
         self, key: str, fragments: dict[str, EntityFragment] | None, acks: tuple[Ack, ...]
-    ) -> EntityState:
-        return EntityState(key, fragments, acks)
+    ) -> EntityFragmentsChanged:
+        return EntityFragmentsChanged(key, fragments, acks)
 
 
-class _RelationLogic(_FragmentsLogic):
+class _RelationLogic(_FragmentsLogic[RelationPair, RelationFragment, RelationFragmentsChanged]):
+    def update(self, delta: ContributionDelta) -> tuple[RelationPair, str, RelationFragment | None]:
+        contribution = delta.contribution
+        if not isinstance(contribution, RelationContribution):
+            raise TypeError(f"step 'relation' got an entity delta for {contribution.key!r}")
+        fragment = None if delta.retracted else contribution.fragment
+        return contribution.key, contribution.contribution_id, fragment
+
     def emit(
         self,
         key: RelationPair,
         fragments: dict[str, RelationFragment] | None,
         acks: tuple[Ack, ...],
-    ) -> RelationState:
-        return RelationState(key, fragments, acks)
+    ) -> RelationFragmentsChanged:
+        return RelationFragmentsChanged(key, fragments, acks)
 
 
 # -- render (batch) -----------------------------------------------------------
 
 
-def _render_step(components: Components) -> Any:
-    def step(states: list[EntityState | RelationState]) -> list[EntityRendered | RelationRendered]:
-        records = components.render_many(states)
+def _render_step(
+    components: Components,
+) -> Callable[[list[FragmentsChanged]], list[Rendered]]:
+    def step(changed: list[FragmentsChanged]) -> list[Rendered]:
+        records = components.render_many(changed)
         texts = [r.embedding_text for r in records if r is not None]
         vectors = iter(components.embed(texts))
-        out: list[EntityRendered | RelationRendered] = []
-        for state, record in zip(states, records, strict=True):
+        out: list[Rendered] = []
+        for item, record in zip(changed, records, strict=True):
             vector = next(vectors) if record is not None else None
-            if isinstance(state, EntityState):
+            if isinstance(item, EntityFragmentsChanged):
                 entity = cast(EntityRecord | None, record)
-                out.append(EntityRendered(state.key, entity, vector, state.acks))
+                out.append(EntityRendered(item.key, entity, vector, item.acks))
             else:
                 relation = cast(RelationRecord | None, record)
-                out.append(RelationRendered(state.pair, relation, vector, state.acks))
+                out.append(RelationRendered(item.pair, relation, vector, item.acks))
         return out
 
     return step

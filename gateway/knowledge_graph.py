@@ -8,9 +8,9 @@ from typing import Protocol
 
 import grpc
 
-from connectors.redis.graph_store import GraphStore, normalise_pair
+from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
-from dataflow.core.naming import entity_key
+from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
 from gateway.status import abort, deadline_of, in_range, invalid, statuses
 from gateway.types import NO_LLM_ANSWER, Answer, AnswerStream, QueryParams, Retrieval, Usage
@@ -134,7 +134,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         target = self._entity_key(context, "target", request.target)
         if source == target:
             invalid(context, "target", f"must differ from source; both are {source!r}")
-        pair = normalise_pair(source, target)
+        pair = relation_pair(source, target)
         with statuses(context):
             version = self._graph.version()
             record = self._graph.get_relations([pair]).get(pair)

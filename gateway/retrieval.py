@@ -37,6 +37,7 @@ from connectors.vectors.base import VectorFilter, VectorHit, VectorKind
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.lexical import STOPWORDS, SparseVector
+from dataflow.core.naming import relation_pair
 from gateway.fusion import Lane, fuse
 from gateway.names import matched_names, name_spans
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
@@ -173,8 +174,8 @@ def find_relations(
     pairs: dict[str, RelationPair] = {}
     for hit in (*dense, *lexical):
         source, target = hit.payload.get("source"), hit.payload.get("target")
-        if isinstance(source, str) and isinstance(target, str) and source != target:
-            pairs[hit.key] = (source, target) if source < target else (target, source)
+        if isinstance(source, str) and isinstance(target, str) and source and target != source:
+            pairs[hit.key] = relation_pair(source, target)
     fused = [(pairs[key], score) for key, score in fuse([Lane(_keys(dense)), Lane(_keys(lexical))])]
     if not fused:
         return GraphLane()

@@ -19,9 +19,9 @@ from bytewax.inputs import Source
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
 
-from dataflow.commit import CommitBatch
 from dataflow.components import Components
-from dataflow.events import SourceEvent
+from dataflow.core.commit import CommitBatch
+from dataflow.core.messages import SourceEvent
 from dataflow.flow import build_flow
 
 RECOVERY_PARTITIONS = 1

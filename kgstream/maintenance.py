@@ -15,7 +15,7 @@ from typing import TypeVar
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.redis.graph_store import GraphStore
 from connectors.vectors.base import VectorPoint, VectorStore
-from dataflow.commit import chunk_point, entity_point, relation_point
+from connectors.writes import chunk_point, entity_point, relation_point
 
 T = TypeVar("T")
 

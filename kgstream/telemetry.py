@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from connectors.redis.graph_store import GraphStore
-from dataflow.commit import CommitBatch
+from dataflow.core.commit import CommitBatch
 from dataflow.core.documents import DocumentStatus
-from dataflow.events import SourceEvent
+from dataflow.core.messages import SourceEvent
 from gateway.types import Answer, AnswerStream, QueryParams, Retrieval
 from kgstream.metrics import Metrics
 

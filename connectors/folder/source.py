@@ -45,7 +45,7 @@ from watchdog.observers.api import BaseObserver
 
 from connectors.folder.scan import has_hidden_part, is_document_path, iter_document_paths_under
 from dataflow.core.documents import DocumentDelete, DocumentUpsert, doc_id_for_path
-from dataflow.events import SourceEvent
+from dataflow.core.messages import SourceEvent
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from connectors.kafka.codec import DecodedEvent, decode_message
-from dataflow.events import SourceEvent
+from dataflow.core.messages import SourceEvent
 
 LOGGER = logging.getLogger("kgstream.kafka")
 

@@ -46,6 +46,7 @@ from redis.typing import EncodableT, FieldT
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.naming import relation_pair
 
 Pair = tuple[str, str]
 # What redis-py's HSET takes (its Mapping is invariant in the key type).
@@ -113,17 +114,6 @@ class StoredDocument:
     record: DocumentRecord
     created_at: float
     updated_at: float
-
-
-def normalise_pair(source: str, target: str) -> Pair:
-    """The stored (sorted) form of an undirected pair; rejects self-loops and empty keys."""
-    if not source or not target:
-        raise ValueError(
-            f"relation endpoints must be non-empty entity keys; got {(source, target)!r}"
-        )
-    if source == target:
-        raise ValueError(f"relation {source!r} -> itself is a self-loop; drop it before storing")
-    return (source, target) if source < target else (target, source)
 
 
 def _escape(text: str) -> str:
@@ -310,7 +300,7 @@ def _check_batch(batch: GraphBatch) -> None:
         if not entity.key:
             raise ValueError(f"EntityRecord.key must be non-empty; got {entity!r}")
     for relation in batch.relation_upserts:
-        if normalise_pair(relation.source, relation.target) != relation.pair:
+        if relation_pair(relation.source, relation.target) != relation.pair:
             raise ValueError(
                 f"RelationRecord.source must sort before target; got "
                 f"source={relation.source!r}, target={relation.target!r}"
@@ -325,7 +315,7 @@ def _check_batch(batch: GraphBatch) -> None:
     _check_no_overlap(
         "relation",
         (r.pair for r in batch.relation_upserts),
-        (normalise_pair(*p) for p in batch.relation_deletes),
+        (relation_pair(*p) for p in batch.relation_deletes),
     )
     _check_no_overlap("chunk", (c.chunk_id for c in batch.chunk_upserts), batch.chunk_deletes)
     _check_no_overlap(
@@ -397,7 +387,7 @@ class GraphStore:
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
         pipe = self._client.pipeline(transaction=True)
-        removed_pairs = [normalise_pair(*p) for p in batch.relation_deletes]
+        removed_pairs = [relation_pair(*p) for p in batch.relation_deletes]
         _delete(pipe, [keys.relation(pair) for pair in removed_pairs])
         for adjacency, members in _adjacency_changes(keys, removed_pairs).items():
             pipe.srem(adjacency, *members)
@@ -454,7 +444,7 @@ class GraphStore:
 
     def get_relations(self, pairs: Iterable[Pair]) -> dict[Pair, RelationRecord]:
         """Relations by pair, in either order; the result is keyed by the sorted pair."""
-        wanted = list(dict.fromkeys(normalise_pair(*p) for p in pairs))
+        wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         rows = self._hgetall_many([self.keys.relation(p) for p in wanted])
         return {p: _relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}
 
@@ -467,7 +457,7 @@ class GraphStore:
         read before entities in the pipeline, so with batches applied atomically
         every relation returned has both endpoints in the result.
         """
-        wanted = list(dict.fromkeys(normalise_pair(*p) for p in pairs))
+        wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
         rows = self._hgetall_many(
             [self.keys.relation(p) for p in wanted] + [self.keys.entity(k) for k in ends]
@@ -499,13 +489,13 @@ class GraphStore:
             pipe.smembers(self.keys.adjacency(key))
         members = pipe.execute() if wanted else []
         return {
-            key: sorted(normalise_pair(key, other) for other in others)
+            key: sorted(relation_pair(key, other) for other in others)
             for key, others in zip(wanted, members, strict=True)
         }
 
     def edge_degrees(self, pairs: Iterable[Pair]) -> dict[Pair, int]:
         """Edge degree of each pair: the sum of its endpoints' degrees (LightRAG's rank)."""
-        wanted = list(dict.fromkeys(normalise_pair(*p) for p in pairs))
+        wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         degrees = self.node_degrees(key for pair in wanted for key in pair)
         return {pair: degrees[pair[0]] + degrees[pair[1]] for pair in wanted}
 

@@ -11,7 +11,7 @@ Why it looks the way it does:
   space, re-embed).
 - **Deterministic ids.** A point's id is ``uuid5(KGSTREAM_POINT_NAMESPACE, f"{kind}:{key}")``
   (`point_id`), so every write is an idempotent upsert or delete and replays are harmless.
-  Keys: the chunk id, the entity key, and for a relation `relation_point_key` (its two
+  Keys: the chunk id, the entity key, and for a relation `dataflow.core.naming.relation_id` (its two
   entity keys, sorted, joined by U+001F, which entity keys never contain).
 - **Payloads join back to Redis.** The caller's payload is stored and returned unchanged.
   By convention it carries ``doc_id`` + ``file_path`` + ``chunk_id`` (chunks) or
@@ -65,7 +65,6 @@ JsonValue: TypeAlias = (
 KGSTREAM_POINT_NAMESPACE = uuid.UUID("6f1c1a52-3d0e-5b8e-9a57-2f4c8b1d7e90")
 """Namespace of every point id; fixed forever, or every stored point id changes."""
 
-RELATION_KEY_SEPARATOR = "\x1f"
 INDEX_FIELD_PREFIX = "_kg_"
 KEY_FIELD = "_kg_key"
 DOC_IDS_FIELD = "_kg_doc_ids"
@@ -289,26 +288,6 @@ class VectorStore(Protocol):
 def point_id(kind: VectorKind, key: str) -> str:
     """The Qdrant point id of a key: a UUID string, the same on every machine and run."""
     return str(uuid.uuid5(KGSTREAM_POINT_NAMESPACE, f"{kind.value}:{key}"))
-
-
-def relation_point_key(source: str, target: str) -> str:
-    """The point key of the relation between two entity keys: sorted, U+001F-joined.
-
-    Relations are undirected (see `dataflow.core.naming.relation_key`), so the order
-    of the arguments does not matter.
-    """
-    if not source or not target or source == target:
-        raise ValueError(
-            f"a relation needs two different, non-empty entity keys; got {source!r}, {target!r}"
-        )
-    for name, value in (("source", source), ("target", target)):
-        if RELATION_KEY_SEPARATOR in value:
-            raise ValueError(
-                f"relation {name} {value!r} contains U+001F, the relation key separator; "
-                "pass entity keys made by dataflow.core.naming.entity_key"
-            )
-    a, b = sorted((source, target))
-    return f"{a}{RELATION_KEY_SEPARATOR}{b}"
 
 
 def path_prefixes(file_path: str) -> list[str]:

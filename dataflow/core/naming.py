@@ -38,12 +38,49 @@ def entity_key(name: str) -> str:
     return clean_entity_name(name).casefold()
 
 
+RELATION_ID_SEPARATOR = "\x1f"
+"""Joins a relation's two entity keys in its string form; entity keys never contain it."""
+
+
 def relation_key(source: str, target: str) -> tuple[str, str] | None:
-    """Return the undirected key of a relation: its two entity keys, sorted.
+    """Return the undirected key of a relation between two surface names.
 
     Returns None for a self-loop or an empty endpoint, which are dropped.
     """
     a, b = entity_key(source), entity_key(target)
     if not a or not b or a == b:
         return None
+    return relation_pair(a, b)
+
+
+def relation_pair(a: str, b: str) -> tuple[str, str]:
+    """Return the undirected pair of two entity keys (already normalised): sorted.
+
+    The one tuple form of a relation's identity: stores, routing and queries all use it.
+    """
+    if not a or not b:
+        raise ValueError(f"a relation needs two different, non-empty entity keys; got {a!r}, {b!r}")
+    if a == b:
+        raise ValueError(
+            f"a relation needs two different entity keys; {a!r} -> itself is a self-loop, "
+            "drop it before storing"
+        )
     return (a, b) if a < b else (b, a)
+
+
+def relation_id(pair: tuple[str, str]) -> str:
+    """Return the string form of a relation pair: its keys joined by U+001F.
+
+    Used where a key must be one string (Bytewax routing, vector point keys). Point
+    ids are derived from it, so the format is fixed: changing it orphans every point.
+    """
+    first, second = pair
+    if not first < second:
+        raise ValueError(f"relation pair {pair!r} is not sorted; make it with relation_pair")
+    for value in pair:
+        if RELATION_ID_SEPARATOR in value:
+            raise ValueError(
+                f"entity key {value!r} contains U+001F, the relation id separator; "
+                "pass entity keys made by dataflow.core.naming.entity_key"
+            )
+    return f"{first}{RELATION_ID_SEPARATOR}{second}"

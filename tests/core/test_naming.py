@@ -1,7 +1,14 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataflow.core.naming import clean_entity_name, entity_key, relation_key
+from dataflow.core.naming import (
+    clean_entity_name,
+    entity_key,
+    relation_id,
+    relation_key,
+    relation_pair,
+)
 
 
 def test_names_differing_in_case_whitespace_and_quotes_are_one_entity():
@@ -42,3 +49,22 @@ def test_relation_key_symmetric(a, b):
 @given(st.text())
 def test_entity_key_is_idempotent(name):
     assert entity_key(entity_key(name)) == entity_key(name)
+
+
+@given(st.text(min_size=1), st.text(min_size=1))
+def test_relation_pair_and_id_are_one_undirected_key(a, b):
+    if a == b or "\x1f" in a + b:
+        return
+    pair = relation_pair(a, b)
+    assert pair == relation_pair(b, a) == tuple(sorted((a, b)))
+    # Pinned: point ids are uuid5 of this string, so its format never changes.
+    assert relation_id(pair) == min(a, b) + "\x1f" + max(a, b)
+
+
+def test_relation_id_rejects_unsorted_pairs_and_separator_in_keys():
+    with pytest.raises(ValueError, match="not sorted"):
+        relation_id(("b", "a"))
+    with pytest.raises(ValueError, match="U\\+001F"):
+        relation_id(("a", "b\x1fc"))
+    with pytest.raises(ValueError, match="self-loop"):
+        relation_pair("a", "a")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 from bytewax.testing import TestingSource, cluster_main, run_main
 
@@ -21,8 +22,8 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentChange, DocumentLimits
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
+from dataflow.core.messages import SourceEvent
 from dataflow.core.offline.extractor import extract_offline
-from dataflow.events import SourceEvent
 from dataflow.flow import build_flow
 
 TOKENIZER = TiktokenTokenizer()
@@ -63,15 +64,28 @@ def events(changes: Iterable[DocumentChange], start: float = 1.0) -> list[Source
     return [SourceEvent(change, f"test:{i}", start + i) for i, change in enumerate(changes)]
 
 
+EntryPoint = Callable[[Dataflow], None]
+"""Runs a dataflow to completion in this process (Bytewax's suite calls it `entry_point`)."""
+
+
+def entry_point_for(workers: int) -> EntryPoint:
+    """One worker through `run_main`, several through `cluster_main` in this process."""
+    if workers == 1:
+        return run_main
+
+    def run_workers(flow: Dataflow) -> None:
+        cluster_main(flow, [], 0, worker_count_per_proc=workers)
+
+    return run_workers
+
+
 def run_flow(
-    components: Components, source_events: list[SourceEvent] | Source[SourceEvent], workers: int = 1
+    components: Components,
+    source_events: list[SourceEvent] | Source[SourceEvent],
+    entry_point: EntryPoint = run_main,
 ) -> None:
     source = source_events if isinstance(source_events, Source) else TestingSource(source_events)
-    flow = build_flow(source, components)
-    if workers == 1:
-        run_main(flow)
-    else:
-        cluster_main(flow, [], 0, worker_count_per_proc=workers)
+    entry_point(build_flow(source, components))
 
 
 def fresh_build(changes: Iterable[DocumentChange]) -> IndexSnapshot:

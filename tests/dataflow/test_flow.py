@@ -2,9 +2,17 @@
 
 import pytest
 
-from connectors.vectors.base import VectorKind, relation_point_key
+from connectors.vectors.base import VectorKind
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
-from tests.dataflow.harness import events, fresh_build, new_components, run_flow, stored
+from dataflow.core.naming import relation_id
+from tests.dataflow.harness import (
+    entry_point_for,
+    events,
+    fresh_build,
+    new_components,
+    run_flow,
+    stored,
+)
 
 ALICE = (
     "Alice Moreau founded Northwind Labs in Lisbon.\n\nNorthwind Labs partnered with Helios Corp."
@@ -30,7 +38,7 @@ def assert_stores_equal_fresh_build(components, final_documents, embed):
     assert index.graph == expected
     assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
     assert set(index.vectors[VectorKind.RELATION]) == {
-        relation_point_key(*pair) for pair in expected.relations
+        relation_id(pair) for pair in expected.relations
     }
     assert set(index.vectors[VectorKind.CHUNK]) == set(expected.chunks)
     for key, entity in expected.entities.items():
@@ -53,7 +61,7 @@ def test_stream_of_upserts_edits_and_deletes_equals_fresh_build(components, work
         DocumentDelete("c.md"),
         DocumentUpsert("b.md", BOB, "b.md"),
     ]
-    run_flow(components, events(changes), workers)
+    run_flow(components, events(changes), entry_point_for(workers))
     final = [changes[3], changes[5]]
     embed = lambda text: components.embed([text])[0]  # noqa: E731
     assert_stores_equal_fresh_build(components, final, embed)
@@ -62,13 +70,13 @@ def test_stream_of_upserts_edits_and_deletes_equals_fresh_build(components, work
     assert "c.md" not in documents
 
 
-def test_deleting_a_document_keeps_shared_entities_and_drops_its_relations(components):
+def test_deleting_a_document_keeps_shared_entities_and_drops_its_relations(components, entry_point):
     changes = [
         DocumentUpsert("a.md", ALICE, "a.md"),
         DocumentUpsert("c.md", CARLA, "c.md"),
         DocumentDelete("a.md"),
     ]
-    run_flow(components, events(changes))
+    run_flow(components, events(changes), entry_point)
     graph = stored(components).graph
     assert graph == fresh_build([changes[1]])
     assert graph.entities["northwind labs"].file_paths == ("c.md",)
@@ -76,12 +84,12 @@ def test_deleting_a_document_keeps_shared_entities_and_drops_its_relations(compo
     assert "alice moreau" not in stored(components).vectors[VectorKind.ENTITY]
 
 
-def test_bad_document_fails_alone_with_its_reason(components):
+def test_bad_document_fails_alone_with_its_reason(components, entry_point):
     changes = [
         DocumentUpsert("bad.md", b"\xff\xfe\x00broken", "bad.md"),
         DocumentUpsert("a.md", ALICE, "a.md"),
     ]
-    run_flow(components, events(changes))
+    run_flow(components, events(changes), entry_point)
     documents = stored(components).graph.documents
     assert documents["bad.md"].status is DocumentStatus.FAILED
     assert documents["bad.md"].reason

@@ -7,7 +7,7 @@ import pytest
 from connectors.kafka.producer import DocumentEventProducer
 from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
-from tests.dataflow.harness import fresh_build, new_components, run_flow, stored
+from tests.dataflow.harness import entry_point_for, fresh_build, new_components, run_flow, stored
 from tests.dataflow.test_flow import ALICE, BOB, CARLA
 
 _topics = itertools.count()
@@ -53,7 +53,7 @@ def test_topic_scenario_equals_fresh_build(
     components = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
     try:
         options = KafkaSourceOptions(kafka_broker.bootstrap_servers, topic, stop_at_end=True)
-        run_flow(components, KafkaDocumentSource(options), workers)
+        run_flow(components, KafkaDocumentSource(options), entry_point_for(workers))
         index = stored(components)
         assert index.graph == fresh_build(final_documents(SCENARIO))
         assert index.graph.documents["e.md"].reason

@@ -48,7 +48,7 @@ def summary_calls(llm_server) -> Counter:
 
 
 def test_unchanged_resend_costs_nothing_and_an_edit_costs_only_its_chunk(
-    llm_components, llm_server
+    llm_components, llm_server, entry_point
 ):
     components, _ = llm_components
     changes = [
@@ -56,14 +56,14 @@ def test_unchanged_resend_costs_nothing_and_an_edit_costs_only_its_chunk(
         DocumentUpsert("report.md", document(), "report.md"),
         DocumentUpsert("report.md", document({7: "b"}), "report.md"),
     ]
-    run_flow(components, events(changes))
+    run_flow(components, events(changes), entry_point)
     chunks = stored(components).graph.chunks
     assert len(chunks) == 20
     assert llm_server.chat_calls == 21
     assert "topic7b" in stored(components).graph.entities
 
 
-def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_server):
+def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_server, entry_point):
     components, client = llm_components
     components.renderer = Renderer(
         TOKENIZER.count,
@@ -83,7 +83,7 @@ def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_se
         for i in range(6)
     ]
     source = TestingSource(events(changes), batch_size=1)
-    run_flow(components, source)
+    run_flow(components, source, entry_point)
     hub = stored(components).graph.entities["kessler institute"]
     assert hub.description == "A summary."
     assert len(hub.source_chunk_ids) == 6

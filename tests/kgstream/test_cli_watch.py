@@ -14,9 +14,10 @@ from connectors.folder.scan import iter_document_paths, read_document
 from connectors.index_export import read_graph, read_index
 from connectors.stores import StoreLocations, open_graph_store, open_stores
 from connectors.tokenizer import TiktokenTokenizer
-from connectors.vectors.base import VectorKind, relation_point_key
+from connectors.vectors.base import VectorKind
 from dataflow.core.contributions import Renderer
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
+from dataflow.core.naming import relation_id
 from dataflow.core.offline.extractor import extract_offline
 from tests.kgstream.processes import clean_environment, kgstream, wait_until
 
@@ -89,7 +90,7 @@ def test_watched_folder_follows_every_file_operation(env, llm_server, tmp_path):
     assert set(index.vectors[VectorKind.CHUNK]) == set(expected.chunks)
     assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
     assert set(index.vectors[VectorKind.RELATION]) == {
-        relation_point_key(*pair) for pair in expected.relations
+        relation_id(pair) for pair in expected.relations
     }
     for key, entity in expected.entities.items():
         vector, _ = index.vectors[VectorKind.ENTITY][key]

@@ -37,7 +37,7 @@ from dataflow.core.documents import (
     DocumentUpsert,
     prepare_document,
 )
-from dataflow.events import SourceEvent
+from dataflow.core.messages import SourceEvent
 
 Summary = tuple[str, str] | tuple[str, str, bytes]
 

@@ -36,7 +36,7 @@ from connectors.kafka.source import (
     topic_end_offsets,
 )
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
-from dataflow.events import SourceEvent
+from dataflow.core.messages import SourceEvent
 from tests.support.kafka import KafkaBroker
 
 PARTITIONS = 3

@@ -22,10 +22,11 @@ from redis.connection import Connection, UnixDomainSocketConnection
 from redis.crc import key_slot
 
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
-from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument, normalise_pair
+from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.naming import relation_pair
 
 ODD_KEYS = (
     "alan turing",
@@ -166,7 +167,7 @@ def test_every_record_type_round_trips_with_odd_keys(store: GraphStore) -> None:
     degrees = store.node_degrees(ODD_KEYS)
     edges = store.edges_of(ODD_KEYS)
     for key, neighbours in store.get_neighbours(ODD_KEYS).items():  # keys escaped in Lua too
-        assert [normalise_pair(key, n) for n, _ in neighbours] == edges[key]
+        assert [relation_pair(key, n) for n, _ in neighbours] == edges[key]
         assert [d for _, d in neighbours] == [degrees[n] for n, _ in neighbours]
     assert degrees["%7B"] == degrees["{"] == 1
     assert store.get_entities([]) == {}
@@ -263,7 +264,7 @@ def test_edge_degree_is_the_sum_of_endpoint_degrees(store: GraphStore) -> None:
 
     assert degrees == {("a", "hub"): 2 + 3, ("c", "hub"): 3 + 2, ("c", "d"): 2 + 1, ("a", "b"): 4}
     neighbours = store.get_neighbours(["hub"])["hub"]
-    from_neighbours = {normalise_pair("hub", n): len(neighbours) + d for n, d in neighbours}
+    from_neighbours = {relation_pair("hub", n): len(neighbours) + d for n, d in neighbours}
     assert from_neighbours == store.edge_degrees(from_neighbours)
 
 

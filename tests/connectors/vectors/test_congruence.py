@@ -34,10 +34,10 @@ from connectors.vectors.base import (
     VectorPoint,
     VectorStoreOptions,
     path_prefixes,
-    relation_point_key,
 )
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from dataflow.core.naming import relation_id, relation_pair
 from tests.connectors.vectors.test_vector_store import DIM, SPACE, WORKSPACE
 
 SCORE_TOLERANCE = 1e-5
@@ -82,7 +82,7 @@ class Generator:
             VectorKind.ENTITY: ENTITY_NAMES,
             VectorKind.RELATION: sorted(
                 {
-                    relation_point_key(a, b)
+                    relation_id(relation_pair(a, b))
                     for a, b in (self.rng.sample(ENTITY_NAMES, 2) for _ in range(40))
                 }
             ),

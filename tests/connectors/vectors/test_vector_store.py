@@ -27,10 +27,10 @@ from connectors.vectors.base import (
     collection_name,
     path_prefixes,
     point_id,
-    relation_point_key,
 )
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from dataflow.core.naming import relation_id, relation_pair
 
 SPACE = "test-model-8"
 DIM = 8
@@ -252,7 +252,7 @@ def test_get_count_and_iter_points_return_exactly_what_was_written(
     written = {
         f"k{i}": VectorPoint(
             VectorKind.RELATION,
-            relation_point_key(f"a{i}", f"b{i}"),
+            relation_id(relation_pair(f"a{i}", f"b{i}")),
             rng.standard_normal(DIM).tolist(),
             {
                 "source": f"a{i}",
@@ -383,11 +383,11 @@ def test_point_id_is_a_stable_uuid_of_kind_and_key() -> None:
     assert chunk_id == "cb8835c2-532b-576f-ae52-dd1175fd001e"
 
 
-def test_relation_point_key_is_the_sorted_pair() -> None:
-    assert relation_point_key("turing", "ada") == "ada\x1fturing"
-    assert relation_point_key("ada", "turing") == "ada\x1fturing"
+def test_relation_point_key_is_the_sorted_pair_joined_by_unit_separator() -> None:
+    assert relation_id(relation_pair("turing", "ada")) == "ada\x1fturing"
+    assert relation_id(relation_pair("ada", "turing")) == "ada\x1fturing"
     with pytest.raises(ValueError, match="two different"):
-        relation_point_key("ada", "ada")
+        relation_pair("ada", "ada")
 
 
 def test_path_prefixes_list_every_directory_then_the_path() -> None:

@@ -1,10 +1,11 @@
 """The commit buffer when messages overtake each other (as they do across workers)."""
 
 from connectors.vectors.base import VectorKind
-from dataflow.commit import CommitBuffer
+from connectors.writes import store_write
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import CommitBuffer
 from dataflow.core.documents import DocumentRecord, DocumentStatus
-from dataflow.messages import ChunkSettled, DocumentPending, Ticket
+from dataflow.core.messages import ChunkSettled, DocumentPending, Ticket
 
 KEPT = Chunk("chunk-kept", "a.md", 1, "unchanged paragraph", 3, "a.md")
 OLD = Chunk("chunk-old", "a.md", 0, "old paragraph", 2, "a.md")
@@ -23,7 +24,7 @@ def settled(token: str, chunk: Chunk) -> ChunkSettled:
 
 
 def chunk_vectors(buffer: CommitBuffer) -> tuple[set[str], set[str]]:
-    batch = buffer.flush()
+    batch = store_write(buffer.flush())
     upserts = {p.key for p in batch.vector_upserts if p.kind is VectorKind.CHUNK}
     deletes = {key for kind, key in batch.vector_deletes if kind is VectorKind.CHUNK}
     return upserts, deletes

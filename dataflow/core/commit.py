@@ -1,36 +1,111 @@
-"""The commit step: gather everything bound for the stores and release it in batches.
+"""The commit protocol: when a document's whole effect is in the stores.
 
-Renders, chunk records and vectors are written as they arrive (latest wins per
-key). A document's status changes to PROCESSED (or FAILED, or the record goes
-on deletion) only in the batch where its last acknowledgement arrives: every
-chunk it changed has settled, and every delta those chunks sent has been
-applied and rendered. So a PROCESSED status always means "its whole effect is
-in the stores", which is what tests and read-your-writes wait on.
+A document change gets a `Ticket`; the document step announces what the
+version will change (`DocumentPending`), the chunk step says how many deltas
+each changed chunk sent (`ChunkSettled`), and the entity and relation steps
+acknowledge the deltas they applied (`Ack`s, passed on by the render step).
+`CommitBuffer` gathers all of it: renders, chunk records and vectors are
+written as they arrive (latest wins per key), and a document's status changes
+to PROCESSED (or FAILED, or the record goes on deletion) only in the batch
+where its last acknowledgement arrives. So a PROCESSED status always means
+"its whole effect is in the stores", which is what tests and read-your-writes
+wait on.
 
-`CommitBuffer` is plain Python without I/O or a clock, so it is tested directly;
-the Bytewax logic around it (dataflow/flow.py) only decides when to flush.
+Everything here is plain data without I/O or a clock: the Bytewax steps
+(dataflow/flow.py) call these functions and only decide when to flush, and
+connectors/writes.py turns a `CommitBatch` into store writes.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from connectors.redis.graph_store import GraphBatch
-from connectors.vectors.base import VectorKind, VectorPoint, relation_point_key
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
-from dataflow.core.documents import DocumentRecord, DocumentStatus
-from dataflow.messages import (
+from dataflow.core.documents import DocumentDelete, DocumentRecord, DocumentStatus
+from dataflow.core.messages import (
     Ack,
+    ChunkOutcome,
     ChunkSettled,
+    ChunkTask,
     CommitInput,
     DocumentPending,
     EntityRendered,
     RelationRendered,
+    SourceEvent,
+    TaggedDelta,
     Ticket,
     Vector,
 )
+from dataflow.core.steps import (
+    ChunkAdded,
+    ChunkExtracted,
+    ChunkRemoved,
+    ContributionDelta,
+    DocumentOutcome,
+)
+
+# -- the steps' side of the protocol ------------------------------------------
+
+
+def document_messages(
+    event: SourceEvent, outcome: DocumentOutcome
+) -> list[DocumentPending | ChunkTask]:
+    """What the document step sends for one change: nothing if it changes nothing,
+    else a `DocumentPending` for the commit step and one `ChunkTask` per changed chunk."""
+    unchanged = outcome.record is None and not isinstance(event.change, DocumentDelete)
+    if unchanged:
+        return []
+    ticket = Ticket(event.change.doc_id, f"{event.origin}@{event.event_time!r}")
+    awaiting = tuple(
+        change.chunk.chunk_id if isinstance(change, ChunkAdded) else change.chunk_id
+        for change in outcome.changes
+    )
+    removed = tuple(c.chunk_id for c in outcome.changes if isinstance(c, ChunkRemoved))
+    pending = DocumentPending(
+        ticket=ticket,
+        record=outcome.record,
+        chunks=outcome.chunks,
+        removed_chunk_ids=removed,
+        awaiting=awaiting,
+        event_time=event.event_time,
+    )
+    tasks = [ChunkTask(ticket, change) for change in outcome.changes]
+    return [pending, *tasks]
+
+
+def chunk_messages(
+    outcome: ChunkOutcome, deltas: Iterable[ContributionDelta]
+) -> list[TaggedDelta | ChunkSettled]:
+    """What the chunk step sends: its deltas tagged with the ticket, then how many there were."""
+    chunk = outcome.event.chunk if isinstance(outcome.event, ChunkExtracted) else None
+    tagged: list[TaggedDelta | ChunkSettled] = [
+        TaggedDelta(outcome.ticket, outcome.chunk_id, delta) for delta in deltas
+    ]
+    settled = ChunkSettled(
+        outcome.ticket, outcome.chunk_id, len(tagged), outcome.vector, chunk, outcome.failure
+    )
+    return [*tagged, settled]
+
+
+AckCounts = Counter[tuple[Ticket, str]]
+"""Deltas applied but not yet acknowledged, by (ticket, chunk id): an entity or relation
+step's share of the protocol."""
+
+
+def count_deltas(acks: AckCounts, values: Iterable[TaggedDelta]) -> None:
+    for tagged in values:
+        acks[(tagged.ticket, tagged.chunk_id)] += 1
+
+
+def release_acks(acks: AckCounts) -> tuple[Ack, ...]:
+    """The acknowledgements to send with a render; the caller starts a new count."""
+    return tuple(Ack(ticket, chunk_id, n) for (ticket, chunk_id), n in acks.items())
+
+
+# -- the commit step ----------------------------------------------------------
 
 RETIRED_TICKETS_KEPT = 10_000
 
@@ -44,15 +119,47 @@ class CompletedDocument:
 
 @dataclass(frozen=True)
 class CommitBatch:
-    """One atomic write: vectors first, then the graph batch (which bumps the version)."""
+    """One flush of the commit step, in core types: what the stores must now hold.
 
-    graph: GraphBatch
-    vector_upserts: tuple[VectorPoint, ...]
-    vector_deletes: tuple[tuple[VectorKind, str], ...]
-    completed: tuple[CompletedDocument, ...]
+    The stores write it atomically, vectors first, then the graph (whose version
+    bump makes the batch visible); `completed` are the documents it finishes.
+    """
+
+    entity_upserts: tuple[EntityRecord, ...] = ()
+    entity_deletes: tuple[str, ...] = ()
+    relation_upserts: tuple[RelationRecord, ...] = ()
+    relation_deletes: tuple[RelationPair, ...] = ()
+    chunk_upserts: tuple[Chunk, ...] = ()
+    chunk_deletes: tuple[str, ...] = ()
+    document_upserts: tuple[DocumentRecord, ...] = ()
+    document_deletes: tuple[str, ...] = ()
+    entity_vectors: tuple[tuple[EntityRecord, Vector], ...] = ()
+    entity_vector_deletes: tuple[str, ...] = ()
+    relation_vectors: tuple[tuple[RelationRecord, Vector], ...] = ()
+    relation_vector_deletes: tuple[RelationPair, ...] = ()
+    chunk_vectors: tuple[tuple[Chunk, Vector], ...] = ()
+    chunk_vector_deletes: tuple[str, ...] = ()
+    completed: tuple[CompletedDocument, ...] = ()
 
     def is_empty(self) -> bool:
-        return self.graph.is_empty() and not (self.vector_upserts or self.vector_deletes)
+        """True when nothing is written (the batch may still complete documents)."""
+        writes = (
+            self.entity_upserts,
+            self.entity_deletes,
+            self.relation_upserts,
+            self.relation_deletes,
+            self.chunk_upserts,
+            self.chunk_deletes,
+            self.document_upserts,
+            self.document_deletes,
+            self.entity_vectors,
+            self.entity_vector_deletes,
+            self.relation_vectors,
+            self.relation_vector_deletes,
+            self.chunk_vectors,
+            self.chunk_vector_deletes,
+        )
+        return not any(writes)
 
 
 @dataclass
@@ -183,65 +290,36 @@ class CommitBuffer:
 
     def flush(self) -> CommitBatch:
         """Everything buffered as one batch; the buffer keeps only documents in progress."""
-        entity_upserts = [r.record for r in self.entities.values() if r.record is not None]
-        relation_upserts = [r.record for r in self.relations.values() if r.record is not None]
-        graph = GraphBatch(
-            entity_upserts=tuple(entity_upserts),
+        entities, relations = self.entities.values(), self.relations.values()
+        batch = CommitBatch(
+            entity_upserts=tuple(r.record for r in entities if r.record is not None),
             entity_deletes=tuple(k for k, r in self.entities.items() if r.record is None),
-            relation_upserts=tuple(relation_upserts),
+            relation_upserts=tuple(r.record for r in relations if r.record is not None),
             relation_deletes=tuple(p for p, r in self.relations.items() if r.record is None),
             chunk_upserts=tuple(c for c in self.chunks.values() if c is not None),
             chunk_deletes=tuple(k for k, c in self.chunks.items() if c is None),
             document_upserts=tuple(d for d in self.documents.values() if d is not None),
             document_deletes=tuple(k for k, d in self.documents.items() if d is None),
+            entity_vectors=tuple(
+                (r.record, r.vector)
+                for r in entities
+                if r.record is not None and r.vector is not None
+            ),
+            entity_vector_deletes=tuple(
+                r.key for r in entities if r.record is None or r.vector is None
+            ),
+            relation_vectors=tuple(
+                (r.record, r.vector)
+                for r in relations
+                if r.record is not None and r.vector is not None
+            ),
+            relation_vector_deletes=tuple(
+                r.pair for r in relations if r.record is None or r.vector is None
+            ),
+            chunk_vectors=tuple(v for v in self.chunk_vectors.values() if v is not None),
+            chunk_vector_deletes=tuple(k for k, v in self.chunk_vectors.items() if v is None),
+            completed=tuple(self.completed),
         )
-        upserts: list[VectorPoint] = []
-        deletes: list[tuple[VectorKind, str]] = []
-        for entity in self.entities.values():
-            if entity.record is None or entity.vector is None:
-                deletes.append((VectorKind.ENTITY, entity.key))
-            else:
-                upserts.append(entity_point(entity.record, entity.vector))
-        for relation in self.relations.values():
-            key = relation_point_key(*relation.pair)
-            if relation.record is None or relation.vector is None:
-                deletes.append((VectorKind.RELATION, key))
-            else:
-                upserts.append(relation_point(relation.record, relation.vector))
-        for chunk_id, chunk_vector in self.chunk_vectors.items():
-            if chunk_vector is None:
-                deletes.append((VectorKind.CHUNK, chunk_id))
-            else:
-                upserts.append(chunk_point(*chunk_vector))
-        batch = CommitBatch(graph, tuple(upserts), tuple(deletes), tuple(self.completed))
         self.entities, self.relations, self.chunks = {}, {}, {}
         self.chunk_vectors, self.documents, self.completed = {}, {}, []
         return batch
-
-
-def entity_point(record: EntityRecord, vector: Vector) -> VectorPoint:
-    payload = {
-        "entity": record.key,
-        "name": record.name,
-        "file_paths": list(record.file_paths),
-        "doc_ids": list(record.doc_ids),
-        "chunk_ids": list(record.source_chunk_ids),
-    }
-    return VectorPoint(VectorKind.ENTITY, record.key, vector, payload, record.embedding_text)
-
-
-def relation_point(record: RelationRecord, vector: Vector) -> VectorPoint:
-    payload = {
-        "source": record.source,
-        "target": record.target,
-        "file_paths": list(record.file_paths),
-        "doc_ids": list(record.doc_ids),
-        "chunk_ids": list(record.source_chunk_ids),
-    }
-    key = relation_point_key(*record.pair)
-    return VectorPoint(VectorKind.RELATION, key, vector, payload, record.embedding_text)
-
-
-def chunk_point(chunk: Chunk, vector: Vector) -> VectorPoint:
-    payload = {"chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "file_path": chunk.file_path}
-    return VectorPoint(VectorKind.CHUNK, chunk.chunk_id, vector, payload, chunk.text)

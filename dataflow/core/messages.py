@@ -1,10 +1,12 @@
-"""The items that flow between the dataflow's steps.
+"""The items that flow into and between the dataflow's steps.
 
-A document version in flight is identified by a `Ticket`. Every message its
-change causes carries the ticket, and the steps downstream acknowledge what
-they applied, so the commit step knows exactly when a document's whole effect
-is in the stores (and only then marks it PROCESSED). All items are frozen and
-picklable: Bytewax snapshots them for recovery.
+A source hands the dataflow `SourceEvent`s. A document version in flight is
+identified by a `Ticket`. Every message its change causes carries the ticket,
+and the steps downstream acknowledge what they applied, so the commit step
+knows exactly when a document's whole effect is in the stores (and only then
+marks it PROCESSED; see dataflow/core/commit.py).
+All items are frozen and picklable: Bytewax snapshots them for recovery. Plain
+data without Bytewax, so sources (connectors/) and the core share them.
 """
 
 from __future__ import annotations
@@ -20,10 +22,24 @@ from dataflow.core.contributions import (
     RelationPair,
     RelationRecord,
 )
-from dataflow.core.documents import DocumentRecord
+from dataflow.core.documents import DocumentChange, DocumentRecord
 from dataflow.core.steps import ChunkAdded, ChunkExtracted, ChunkRemoved, ContributionDelta
 
 Vector = tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SourceEvent:
+    """One document change as a source received it.
+
+    `origin` names the position it came from (``kafka:<topic>/<partition>@<offset>``
+    or ``folder:<relative path>``), for logs and dead letters; `event_time` is
+    when the change happened (Unix seconds), for freshness figures.
+    """
+
+    change: DocumentChange
+    origin: str
+    event_time: float
 
 
 @dataclass(frozen=True)
@@ -107,17 +123,27 @@ class ChunkSettled:
 
 
 @dataclass(frozen=True)
-class EntityState:
+class EntityFragmentsChanged:
+    """An entity's fragments after the entity step applied some deltas (None: none left).
+
+    `acks` says which deltas are folded in; the render step passes them on.
+    """
+
     key: str
     fragments: Mapping[str, EntityFragment] | None
     acks: tuple[Ack, ...]
 
 
 @dataclass(frozen=True)
-class RelationState:
+class RelationFragmentsChanged:
+    """A relation's fragments after the relation step applied some deltas (None: none left)."""
+
     pair: RelationPair
     fragments: Mapping[str, RelationFragment] | None
     acks: tuple[Ack, ...]
+
+
+FragmentsChanged = EntityFragmentsChanged | RelationFragmentsChanged
 
 
 @dataclass(frozen=True)

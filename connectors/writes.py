@@ -1,0 +1,80 @@
+"""A commit batch as store writes: the Redis graph batch and the vector points.
+
+The commit step (dataflow/core/commit.py) says what the stores must hold in
+core types; this module is where those become our storage formats, so the
+point payloads are built in one place (the indexer and `rebuild-vectors` share
+them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from connectors.redis.graph_store import GraphBatch
+from connectors.vectors.base import VectorKind, VectorPoint
+from dataflow.core.chunking import Chunk
+from dataflow.core.commit import CommitBatch
+from dataflow.core.contributions import EntityRecord, RelationRecord
+from dataflow.core.messages import Vector
+from dataflow.core.naming import relation_id
+
+
+@dataclass(frozen=True)
+class StoreWrite:
+    """One batch for the stores: vectors first, then the graph (which bumps the version)."""
+
+    graph: GraphBatch
+    vector_upserts: tuple[VectorPoint, ...]
+    vector_deletes: tuple[tuple[VectorKind, str], ...]
+
+
+def store_write(batch: CommitBatch) -> StoreWrite:
+    graph = GraphBatch(
+        entity_upserts=batch.entity_upserts,
+        entity_deletes=batch.entity_deletes,
+        relation_upserts=batch.relation_upserts,
+        relation_deletes=batch.relation_deletes,
+        chunk_upserts=batch.chunk_upserts,
+        chunk_deletes=batch.chunk_deletes,
+        document_upserts=batch.document_upserts,
+        document_deletes=batch.document_deletes,
+    )
+    upserts = (
+        *(entity_point(record, vector) for record, vector in batch.entity_vectors),
+        *(relation_point(record, vector) for record, vector in batch.relation_vectors),
+        *(chunk_point(chunk, vector) for chunk, vector in batch.chunk_vectors),
+    )
+    deletes = (
+        *((VectorKind.ENTITY, key) for key in batch.entity_vector_deletes),
+        *((VectorKind.RELATION, relation_id(pair)) for pair in batch.relation_vector_deletes),
+        *((VectorKind.CHUNK, chunk_id) for chunk_id in batch.chunk_vector_deletes),
+    )
+    return StoreWrite(graph, upserts, deletes)
+
+
+def entity_point(record: EntityRecord, vector: Vector) -> VectorPoint:
+    payload = {
+        "entity": record.key,
+        "name": record.name,
+        "file_paths": list(record.file_paths),
+        "doc_ids": list(record.doc_ids),
+        "chunk_ids": list(record.source_chunk_ids),
+    }
+    return VectorPoint(VectorKind.ENTITY, record.key, vector, payload, record.embedding_text)
+
+
+def relation_point(record: RelationRecord, vector: Vector) -> VectorPoint:
+    payload = {
+        "source": record.source,
+        "target": record.target,
+        "file_paths": list(record.file_paths),
+        "doc_ids": list(record.doc_ids),
+        "chunk_ids": list(record.source_chunk_ids),
+    }
+    key = relation_id(record.pair)
+    return VectorPoint(VectorKind.RELATION, key, vector, payload, record.embedding_text)
+
+
+def chunk_point(chunk: Chunk, vector: Vector) -> VectorPoint:
+    payload = {"chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "file_path": chunk.file_path}
+    return VectorPoint(VectorKind.CHUNK, chunk.chunk_id, vector, payload, chunk.text)

@@ -1,0 +1,288 @@
+"""The commit protocol under every message order the dataflow allows.
+
+A small in-test pipeline drives the same pure steps as the dataflow (document,
+chunk, entity/relation fold, render) and puts every message it sends on a FIFO
+channel per (sender key, receiver key): that is all the ordering Bytewax
+guarantees, across any number of workers. Hypothesis then picks which channel
+delivers next and when the commit step flushes, and the invariants must hold
+for every such schedule:
+
+- a document completes only in a flush whose batch (or an earlier one) holds
+  every delta its change caused;
+- each document version completes at most once, and each document's last
+  version exactly once;
+- once everything is delivered, the stores equal the reference index.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from connectors.tokenizer import TiktokenTokenizer
+from dataflow.core.chunking import Chunk, ChunkingOptions
+from dataflow.core.commit import (
+    CommitBatch,
+    CommitBuffer,
+    chunk_messages,
+    count_deltas,
+    document_messages,
+    release_acks,
+)
+from dataflow.core.contributions import (
+    ChunkContributions,
+    EntityContribution,
+    EntityRecord,
+    RelationPair,
+    RelationRecord,
+    Renderer,
+    RenderOptions,
+)
+from dataflow.core.documents import DocumentDelete, DocumentLimits, DocumentRecord, DocumentUpsert
+from dataflow.core.index import ReferenceIndex
+from dataflow.core.messages import (
+    ChunkOutcome,
+    ChunkSettled,
+    ChunkTask,
+    CommitInput,
+    DocumentPending,
+    EntityRendered,
+    RelationRendered,
+    SourceEvent,
+    TaggedDelta,
+    Ticket,
+)
+from dataflow.core.offline.extractor import extract_offline
+from dataflow.core.steps import (
+    ChunkAdded,
+    ChunkExtracted,
+    DocumentState,
+    update_chunk,
+    update_document,
+    update_fragments,
+)
+
+TOKENIZER = TiktokenTokenizer()
+CHUNKING = ChunkingOptions(chunk_token_size=30, chunk_overlap_tokens=4, split_by_character="\n\n")
+LIMITS = DocumentLimits()
+RENDERER = Renderer(lambda text: len(TOKENIZER.encode(text)), RenderOptions())
+
+SENTENCES = [
+    "Alice Moreau founded Northwind Labs in Lisbon.",
+    "Northwind Labs partnered with Helios Corp on the Atlas Project.",
+    "Bob Tanaka joined Helios Corp after the Geneva Summit.",
+    "Alice Moreau met Bob Tanaka in Lisbon.",
+    "Carla Diaz leads the Atlas Project at Northwind Labs.",
+    "",
+]
+DOC_IDS = ["a.md", "b.md", "c.md"]
+COMMIT = "commit"
+
+contents = st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3).map("\n\n".join)
+upserts = st.builds(DocumentUpsert, st.sampled_from(DOC_IDS), contents, st.sampled_from(DOC_IDS))
+changes = st.lists(upserts | st.builds(DocumentDelete, st.sampled_from(DOC_IDS)), max_size=6)
+
+
+def vector_of(text: str) -> tuple[float, ...]:
+    return (float(len(text)), 1.0)
+
+
+@dataclass
+class Stores:
+    """What the stores hold after the flushed batches, plus which deltas they reflect."""
+
+    entities: dict[str, EntityRecord] = field(default_factory=dict)
+    relations: dict[RelationPair, RelationRecord] = field(default_factory=dict)
+    chunks: dict[str, Chunk] = field(default_factory=dict)
+    documents: dict[str, DocumentRecord] = field(default_factory=dict)
+    entity_vectors: set[str] = field(default_factory=set)
+    relation_vectors: set[RelationPair] = field(default_factory=set)
+    chunk_vectors: set[str] = field(default_factory=set)
+    applied: set[int] = field(default_factory=set)  # delta ids in the stored renders
+
+    def write(self, batch: CommitBatch, rendered: dict[object, frozenset[int]]) -> None:
+        _update(self.entities, {r.key: r for r in batch.entity_upserts}, batch.entity_deletes)
+        _update(self.relations, {r.pair: r for r in batch.relation_upserts}, batch.relation_deletes)
+        _update(self.chunks, {c.chunk_id: c for c in batch.chunk_upserts}, batch.chunk_deletes)
+        documents = {d.doc_id: d for d in batch.document_upserts}
+        _update(self.documents, documents, batch.document_deletes)
+        self.entity_vectors -= set(batch.entity_vector_deletes)
+        self.entity_vectors |= {r.key for r, _ in batch.entity_vectors}
+        self.relation_vectors -= set(batch.relation_vector_deletes)
+        self.relation_vectors |= {r.pair for r, _ in batch.relation_vectors}
+        self.chunk_vectors -= set(batch.chunk_vector_deletes)
+        self.chunk_vectors |= {c.chunk_id for c, _ in batch.chunk_vectors}
+        for ids in rendered.values():
+            self.applied |= ids
+
+
+def _update(table: dict, upserts: dict, deletes) -> None:
+    for key in deletes:
+        table.pop(key, None)
+    table.update(upserts)
+
+
+@dataclass
+class Pipeline:
+    """The dataflow's keyed steps as plain dictionaries, fed from FIFO channels."""
+
+    channels: dict[tuple[object, object], deque[tuple[object, object]]] = field(
+        default_factory=dict
+    )
+    document_states: dict[str, DocumentState] = field(default_factory=dict)
+    chunk_states: dict[str, ChunkContributions] = field(default_factory=dict)
+    fragments: dict[object, dict] = field(default_factory=dict)
+    folded: dict[object, frozenset[int]] = field(default_factory=dict)  # key -> delta ids
+    acks: dict[object, Counter[tuple[Ticket, str]]] = field(default_factory=dict)
+    buffer: CommitBuffer = field(default_factory=CommitBuffer)
+    unflushed_renders: dict[object, frozenset[int]] = field(default_factory=dict)
+    deltas_of: dict[Ticket, set[int]] = field(default_factory=dict)
+    last_ticket: dict[str, Ticket] = field(default_factory=dict)
+    completions: list[Ticket] = field(default_factory=list)
+    stores: Stores = field(default_factory=Stores)
+    next_delta: int = 0
+
+    def send(self, sender: object, receiver: object, message: object, meta: object = None) -> None:
+        self.channels.setdefault((sender, receiver), deque()).append((message, meta))
+
+    def ingest(self, events: list[SourceEvent]) -> None:
+        """The document step, in order per doc id (its input is keyed by doc id)."""
+        for event in events:
+            doc_id = event.change.doc_id
+            state, outcome = update_document(
+                self.document_states.get(doc_id), event.change, TOKENIZER, CHUNKING, LIMITS
+            )
+            if state is None:
+                self.document_states.pop(doc_id, None)
+            else:
+                self.document_states[doc_id] = state
+            for message in document_messages(event, outcome):
+                if isinstance(message, DocumentPending):
+                    self.last_ticket[doc_id] = message.ticket
+                    self.deltas_of.setdefault(message.ticket, set())
+                    self.send(("doc", doc_id), COMMIT, message)
+                else:
+                    self.send(("doc", doc_id), ("chunk", _chunk_id(message)), message)
+
+    def ready(self) -> list[tuple[object, object]]:
+        return sorted((k for k, queue in self.channels.items() if queue), key=repr)
+
+    def deliver(self, channel: tuple[object, object]) -> None:
+        message, meta = self.channels[channel].popleft()
+        sender, receiver = channel
+        if receiver == COMMIT:
+            if isinstance(message, EntityRendered | RelationRendered):
+                assert isinstance(meta, frozenset)
+                self.unflushed_renders[sender] = meta
+            assert isinstance(
+                message, DocumentPending | ChunkSettled | EntityRendered | RelationRendered
+            )
+            self.buffer.add(message)
+        elif isinstance(message, ChunkTask):
+            self._chunk(receiver, message)
+        else:
+            assert isinstance(message, TaggedDelta) and isinstance(meta, int)
+            self._fold(receiver, message, meta)
+
+    def _chunk(self, receiver: object, task: ChunkTask) -> None:
+        """Extraction then the chunk step (keyed by chunk id)."""
+        change = task.change
+        if isinstance(change, ChunkAdded):
+            event = ChunkExtracted(change.chunk, extract_offline(change.chunk.text))
+            outcome = ChunkOutcome(task.ticket, event, vector=vector_of(change.chunk.text))
+        else:
+            outcome = ChunkOutcome(task.ticket, change)
+        chunk_id = outcome.chunk_id
+        state, deltas = update_chunk(self.chunk_states.get(chunk_id), outcome.event)
+        if state is None:
+            self.chunk_states.pop(chunk_id, None)
+        else:
+            self.chunk_states[chunk_id] = state
+        for message in chunk_messages(outcome, deltas):
+            if isinstance(message, ChunkSettled):
+                self.send(receiver, COMMIT, message)
+                continue
+            contribution = message.delta.contribution
+            kind = "entity" if isinstance(contribution, EntityContribution) else "relation"
+            self.next_delta += 1
+            self.deltas_of[message.ticket].add(self.next_delta)
+            self.send(receiver, (kind, contribution.key), message, self.next_delta)
+
+    def _fold(self, key: object, tagged: TaggedDelta, delta_id: int) -> None:
+        """The entity or relation step for one batch of one delta, then the render step."""
+        contribution = tagged.delta.contribution
+        acks = self.acks.setdefault(key, Counter())
+        count_deltas(acks, [tagged])
+        fragment = None if tagged.delta.retracted else contribution.fragment
+        fragments = update_fragments(
+            self.fragments.get(key), [(contribution.contribution_id, fragment)]
+        )
+        self.folded[key] = self.folded.get(key, frozenset()) | {delta_id}
+        released = release_acks(acks)
+        self.acks[key] = Counter()
+        rendered: CommitInput
+        if isinstance(contribution, EntityContribution):
+            record = RENDERER.entity(contribution.key, fragments or {})
+            vector = vector_of(record.embedding_text) if record else None
+            rendered = EntityRendered(contribution.key, record, vector, released)
+        else:
+            relation = RENDERER.relation(contribution.key, fragments or {})
+            vector = vector_of(relation.embedding_text) if relation else None
+            rendered = RelationRendered(contribution.key, relation, vector, released)
+        if fragments is None:
+            self.fragments.pop(key, None)
+        else:
+            self.fragments[key] = fragments
+        self.send(key, COMMIT, rendered, self.folded[key])
+
+    def flush(self) -> None:
+        """What `_CommitLogic` does after a batch; then check what the batch completes."""
+        if not self.buffer.has_writes():
+            return
+        batch = self.buffer.flush()
+        self.stores.write(batch, self.unflushed_renders)
+        self.unflushed_renders = {}
+        for completed in batch.completed:
+            missing = self.deltas_of[completed.ticket] - self.stores.applied
+            assert not missing, f"{completed.ticket} completed before deltas {missing} were stored"
+            self.completions.append(completed.ticket)
+
+
+def _chunk_id(task: ChunkTask) -> str:
+    change = task.change
+    return change.chunk.chunk_id if isinstance(change, ChunkAdded) else change.chunk_id
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(changes=changes, data=st.data())
+def test_documents_complete_once_and_only_when_their_effects_are_stored(changes, data):
+    events = [SourceEvent(change, f"test:{i}", float(i)) for i, change in enumerate(changes)]
+    pipeline = Pipeline()
+    pipeline.ingest(events)
+    while ready := pipeline.ready():
+        pipeline.deliver(data.draw(st.sampled_from(ready), label="deliver"))
+        if data.draw(st.booleans(), label="flush"):
+            pipeline.flush()
+    pipeline.flush()
+
+    counts = Counter(pipeline.completions)
+    assert all(n == 1 for n in counts.values()), counts
+    for doc_id, ticket in pipeline.last_ticket.items():
+        assert counts[ticket] == 1, f"the last version of {doc_id} did not complete"
+
+    reference = ReferenceIndex(TOKENIZER, extract_offline, CHUNKING, LIMITS)
+    reference.apply_all(changes)
+    expected = reference.snapshot(RENDERER)
+    stores = pipeline.stores
+    assert stores.entities == expected.entities
+    assert stores.relations == expected.relations
+    assert stores.chunks == expected.chunks
+    assert stores.documents == expected.documents
+    assert stores.entity_vectors == set(expected.entities)
+    assert stores.relation_vectors == set(expected.relations)
+    assert stores.chunk_vectors == set(expected.chunks)
