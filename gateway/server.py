@@ -36,7 +36,6 @@ from dataflow.core.naming import entity_key
 from gateway import convert
 from gateway.auth import BearerTokenInterceptor
 from gateway.types import (
-    NO_LLM_ANSWER,
     Answer,
     AnswerStream,
     IndexVersionTimeout,
@@ -212,7 +211,6 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         # Runs when the call ends for any reason, cancellation included, even while
         # this thread is blocked waiting for the next delta.
         context.add_callback(stream.close)
-        parts: list[str] = []
         try:
             yield convert.context_event(retrieval)
             with _statuses(context):
@@ -221,15 +219,14 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
                         if not context.is_active():
                             return
                         if delta:
-                            parts.append(delta)
                             yield convert.delta_event(delta)
                 except Exception:
                     if not context.is_active():
                         return  # the stream failed because the cancelled call closed it
                     raise
-            # Without an LLM the engine streams the fixed NO_LLM_ANSWER note.
-            llm_configured = "".join(parts) != NO_LLM_ANSWER
-            yield convert.done_event(_usage_of(stream), retrieval.index_version, llm_configured)
+            yield convert.done_event(
+                _usage_of(stream), retrieval.index_version, stream.llm_configured
+            )
         finally:
             stream.close()
 

@@ -123,7 +123,10 @@ NO_LLM_ANSWER = (
 
 
 class AnswerStream(Protocol):
-    """Answer text deltas; closing it stops the LLM call."""
+    """Answer text deltas; closing it stops the LLM call. `llm_configured` is False for
+    the extractive answer made without a model (QueryStream's done event says so)."""
+
+    llm_configured: bool
 
     def __iter__(self) -> Iterator[str]: ...
 
