@@ -49,6 +49,7 @@ from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.retrieval import GraphLane, Scope, global_lane, graph_chunks, local_lane
 from gateway.retrieval import vector_chunks as search_chunks
 from gateway.types import (
+    MAX_QUESTION_CHARS,
     Answer,
     AnswerStream,
     IndexVersionTimeout,
@@ -195,6 +196,12 @@ def validate(params: QueryParams) -> None:
     keywords = [k for k in (*params.high_level_keywords, *params.low_level_keywords) if k.strip()]
     if not params.question.strip() and not keywords:
         raise InvalidQuery("question", "is empty; ask a question or pass high/low-level keywords")
+    if len(params.question) > MAX_QUESTION_CHARS:
+        raise InvalidQuery(
+            "question",
+            f"is {len(params.question)} characters long; the limit is {MAX_QUESTION_CHARS} "
+            "(shorten it; index long text as a document and ask about it)",
+        )
     for name in ("top_k", "chunk_top_k"):
         value = getattr(params, name)
         if not 1 <= value <= MAX_TOP_K:
