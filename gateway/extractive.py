@@ -15,6 +15,7 @@ Pure: no I/O, no clock; the engine calls `extractive_answer` on its no-LLM path.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,10 @@ MAX_SENTENCES = 3
 MAX_WORDS = 80
 """An extractive answer quotes at most this many sentences and (about) this many words:
 enough to answer a factual question, short enough not to pass for the context itself."""
+
+TITLE_WORDS = 6
+"""Text without closing punctuation and under this many words is a heading, not a sentence."""
+_ENDS_SENTENCE = re.compile(r"[.!?…:;][\"'”’)\]»]*$")
 
 EXTRACTIVE_NOTE = (
     "(Extractive answer: the retrieved sentences that best match the question, quoted "
@@ -69,9 +74,19 @@ def content_terms(text: str) -> frozenset[str]:
     return frozenset(terms)
 
 
+def is_title_like(text: str) -> bool:
+    """A heading or label ("Tidewater Battery Lab"): short, with no closing punctuation.
+
+    Headings repeat the names a question asks about, so they would outscore the sentences
+    that say something about them; they are never quoted.
+    """
+    return len(text.split()) < TITLE_WORDS and not _ENDS_SENTENCE.search(text)
+
+
 def sentences_of(retrieval: Retrieval) -> list[Sentence]:
     """The retrieved chunks' sentences in rank order, each distinct sentence once (chunks
-    may overlap, and the same sentence can be indexed under two documents)."""
+    may overlap, and the same sentence can be indexed under two documents); headings and
+    labels left out."""
     reference_of = {
         chunk_id: reference.reference_id
         for reference in retrieval.references
@@ -82,7 +97,7 @@ def sentences_of(retrieval: Retrieval) -> list[Sentence]:
     for rank, chunk in enumerate(retrieval.chunks):
         for position, text in enumerate(split_sentences(chunk.text)):
             key = " ".join(text.casefold().split())
-            if key in seen:
+            if key in seen or is_title_like(text):
                 continue
             seen.add(key)
             sentences.append(

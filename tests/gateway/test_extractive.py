@@ -94,6 +94,13 @@ def test_the_answer_quotes_at_most_three_sentences_and_about_eighty_words():
     assert len(only.split()) <= MAX_WORDS + 2  # the words, the ellipsis and the marker
 
 
+def test_headings_are_never_quoted_though_they_repeat_the_question_words():
+    text = "# Tidewater Battery Lab\n\nThe Tidewater Battery Lab is run by Imogen Hale."
+    lines = answer_lines("Who leads the Tidewater Battery Lab?", retrieval_of(("lab.md", text)))
+
+    assert lines == ["The Tidewater Battery Lab is run by Imogen Hale. [1]"]
+
+
 def test_a_sentence_repeated_in_overlapping_chunks_is_quoted_once():
     text = "Carla Diaz leads the Atlas Project."
     lines = answer_lines("Who leads Atlas?", retrieval_of(("a.md", text), ("b.md", text)))
