@@ -33,9 +33,9 @@ TITLE_WORDS = 6
 _ENDS_SENTENCE = re.compile(r"[.!?…:;][\"'”’)\]»]*$")
 
 EXTRACTIVE_NOTE = (
-    "(Extractive answer: the retrieved sentences that best match the question, quoted "
-    "because no LLM is configured. Set OPENAI_BASE_URL (and OPENAI_API_KEY, "
-    "KGSTREAM_LLM_MODEL) to get generated answers.)"
+    "(No LLM is configured, so this is an extractive answer: the retrieved sentences that "
+    "best match the question. Set OPENAI_BASE_URL (and OPENAI_API_KEY, KGSTREAM_LLM_MODEL) "
+    "to get generated answers.)"
 )
 """The last line of every extractive answer: what it is and how to get a real one."""
 

@@ -131,7 +131,7 @@ def test_with_nothing_to_quote_the_answer_says_no_llm_is_configured():
 
 
 def test_the_closing_note_says_how_to_configure_an_llm():
-    assert "no LLM is configured" in EXTRACTIVE_NOTE
+    assert "No LLM is configured" in EXTRACTIVE_NOTE
     assert "OPENAI_BASE_URL" in EXTRACTIVE_NOTE
 
 
