@@ -41,6 +41,7 @@ from gateway.context import (
     render_context,
     round_robin,
 )
+from gateway.extractive import extractive_answer
 from gateway.fusion import Lane, fuse
 from gateway.keywords import KeywordExtractor
 from gateway.prompts import NO_CONTEXT_ANSWER
@@ -55,7 +56,7 @@ from gateway.retrieval import (
     find_relations,
 )
 from gateway.types import (
-    NO_LLM_ANSWER,
+    MAX_QUESTION_CHARS,
     Answer,
     AnswerStream,
     IndexVersionTimeout,
@@ -151,9 +152,10 @@ class _TextStream:
     `usage` is zero: no model tokens are spent on it.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, llm_configured: bool = True) -> None:
         self._text: str | None = text
         self.usage = Usage()
+        self.llm_configured = llm_configured
 
     def __iter__(self) -> Iterator[str]:
         while self._text is not None:
@@ -174,6 +176,7 @@ class _LLMStream:
         self._parts: list[str] = []
         self._closed = False
         self.usage = Usage()
+        self.llm_configured = True
 
     def __iter__(self) -> Iterator[str]:
         try:
@@ -205,6 +208,12 @@ def validate(params: QueryParams) -> None:
     keywords = [k for k in (*params.high_level_keywords, *params.low_level_keywords) if k.strip()]
     if not params.question.strip() and not keywords:
         raise InvalidQuery("question", "is empty; ask a question or pass high/low-level keywords")
+    if len(params.question) > MAX_QUESTION_CHARS:
+        raise InvalidQuery(
+            "question",
+            f"is {len(params.question)} characters long; the limit is {MAX_QUESTION_CHARS} "
+            "(shorten it; index long text as a document and ask about it)",
+        )
     for name in ("top_k", "chunk_top_k"):
         value = getattr(params, name)
         if not 1 <= value <= MAX_TOP_K:
@@ -237,7 +246,8 @@ class QueryEngine:
 
     `deadline` arguments are absolute `time.monotonic()` seconds (None: no deadline; the
     version wait is then bounded by `EngineOptions.version_wait_seconds`). `llm` None
-    means no answers: `answer` returns `NO_LLM_ANSWER` with the retrieved context.
+    means no generated answers: `answer` quotes the retrieved sentences that best match
+    the question (an extractive answer) with the retrieved context.
     """
 
     def __init__(
@@ -273,7 +283,7 @@ class QueryEngine:
             return replace(cached, cached=True, usage=Usage())
         llm = self.llm
         if llm is None or not _has_context(retrieval):
-            return self._fixed_answer(retrieval)
+            return self._fixed_answer(params, retrieval)
         messages = self.messages(params, retrieval)
         text = llm.complete(messages, kind="answer")
         answer = Answer(
@@ -296,7 +306,8 @@ class QueryEngine:
             return cached.retrieval, _TextStream(cached.text)
         llm = self.llm
         if llm is None or not _has_context(retrieval):
-            return retrieval, _TextStream(self._fixed_answer(retrieval).text)
+            fixed = self._fixed_answer(params, retrieval)
+            return retrieval, _TextStream(fixed.text, fixed.llm_configured)
         messages = self.messages(params, retrieval)
         deltas = llm.stream(messages, kind="answer")
 
@@ -452,10 +463,11 @@ class QueryEngine:
         # repr, not the dataclass itself: callers may build params with lists (unhashable).
         return (repr(replace(params, min_index_version=0)), version, self.llm.options.model)
 
-    def _fixed_answer(self, retrieval: Retrieval) -> Answer:
-        """The answer made without an LLM call: none is configured, or nothing was retrieved
-        (LightRAG's fail_response; asking a model about an empty context invites invention)."""
-        text = NO_LLM_ANSWER if self.llm is None else NO_CONTEXT_ANSWER
+    def _fixed_answer(self, params: QueryParams, retrieval: Retrieval) -> Answer:
+        """The answer made without an LLM call: none is configured (the best-matching
+        retrieved sentences, gateway/extractive.py), or nothing was retrieved (LightRAG's
+        fail_response; asking a model about an empty context invites invention)."""
+        text = extractive_answer(params, retrieval) if self.llm is None else NO_CONTEXT_ANSWER
         return Answer(retrieval, text, self.llm is not None, False, Usage())
 
     def _usage(self, messages: tuple[ChatMessage, ...], text: str) -> Usage:

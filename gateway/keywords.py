@@ -71,7 +71,7 @@ def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(kept)
 
 
-def _words(clause: str) -> list[str]:
+def split_words(clause: str) -> list[str]:
     """The clause's words, possessive 's dropped ("Tanaka's" -> "Tanaka")."""
     return [_POSSESSIVE.sub("", word) for word in _WORD.findall(clause)]
 
@@ -88,7 +88,7 @@ def capitalised_spans(question: str) -> list[str]:
     spans: list[str] = []
     for clause in _CLAUSE_BREAK.split(question):
         run: list[str] = []
-        for word in [*_words(clause), ""]:
+        for word in [*split_words(clause), ""]:
             if word and _is_capitalised(word):
                 run.append(word)
                 continue
@@ -112,7 +112,7 @@ def content_phrases(question: str, breakers: frozenset[str] = frozenset()) -> li
     stop = STOPWORDS | breakers
     for clause in _CLAUSE_BREAK.split(question):
         run: list[str] = []
-        for word in [*_words(clause), ""]:
+        for word in [*split_words(clause), ""]:
             if word and word.casefold() not in stop and not word.isdigit():
                 run.append(word)
                 continue
@@ -134,7 +134,7 @@ class OfflineKeywordExtractor:
         quoted = [next(g for g in match.groups() if g) for match in _QUOTED.finditer(question)]
         names = [entity.name for entity in extract_offline(question).entities]
         low = _dedupe([*quoted, *names, *capitalised_spans(question)])
-        low_words = frozenset(w.casefold() for value in low for w in _words(value))
+        low_words = frozenset(w.casefold() for value in low for w in split_words(value))
         high = _dedupe(content_phrases(question, low_words))
         if not high:
             high = _dedupe(content_phrases(question))

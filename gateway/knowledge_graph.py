@@ -13,7 +13,7 @@ from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
 from gateway.status import abort, deadline_of, in_range, invalid, statuses
-from gateway.types import NO_LLM_ANSWER, Answer, AnswerStream, QueryParams, Retrieval, Usage
+from gateway.types import Answer, AnswerStream, QueryParams, Retrieval, Usage
 from protos.kgstream.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
@@ -80,7 +80,6 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         # Runs when the call ends for any reason, cancellation included, even while
         # this thread is blocked waiting for the next delta.
         context.add_callback(stream.close)
-        parts: list[str] = []
         try:
             yield convert.context_event(retrieval)
             with statuses(context):
@@ -89,15 +88,14 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
                         if not context.is_active():
                             return
                         if delta:
-                            parts.append(delta)
                             yield convert.delta_event(delta)
                 except Exception:
                     if not context.is_active():
                         return  # the stream failed because the cancelled call closed it
                     raise
-            # Without an LLM the engine streams the fixed NO_LLM_ANSWER note.
-            llm_configured = "".join(parts) != NO_LLM_ANSWER
-            yield convert.done_event(_usage_of(stream), retrieval.index_version, llm_configured)
+            yield convert.done_event(
+                _usage_of(stream), retrieval.index_version, stream.llm_configured
+            )
         finally:
             stream.close()
 

@@ -156,6 +156,15 @@ class Answer:
     usage: Usage
 
 
+MAX_QUESTION_CHARS = 4000
+"""The longest question accepted, in characters (-> INVALID_ARGUMENT naming the limit).
+
+A question is a sentence or a paragraph; 4000 characters is about 800 words, far more
+than a question needs. Keyword extraction (offline or by the LLM) and the answer prompt
+take the whole question on every call, so an unbounded one costs time and tokens for
+nothing; longer text belongs in a document, not a query.
+"""
+
 NO_LLM_ANSWER = (
     "No LLM is configured, so kgstream returns the retrieved context without an answer. "
     "Set OPENAI_BASE_URL (and OPENAI_API_KEY, KGSTREAM_LLM_MODEL) to get answers."
@@ -163,7 +172,10 @@ NO_LLM_ANSWER = (
 
 
 class AnswerStream(Protocol):
-    """Answer text deltas; closing it stops the LLM call."""
+    """Answer text deltas; closing it stops the LLM call. `llm_configured` is False for
+    the extractive answer made without a model (QueryStream's done event says so)."""
+
+    llm_configured: bool
 
     def __iter__(self) -> Iterator[str]: ...
 

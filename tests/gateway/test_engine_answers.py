@@ -10,6 +10,7 @@ import pytest
 from connectors.llm.client import ChatClient, InMemoryResponseCache, LLMOptions
 from connectors.redis.graph_store import GraphBatch
 from gateway.engine import QueryEngine
+from gateway.extractive import EXTRACTIVE_NOTE
 from gateway.keywords import (
     LLMKeywordExtractor,
     OfflineKeywordExtractor,
@@ -63,16 +64,27 @@ def engine_for(corpus, llm=None, keywords=None):
 # -- answers -------------------------------------------------------------------------------
 
 
-def test_without_an_llm_the_answer_says_so_and_carries_the_context(corpus):
+def test_without_an_llm_the_answer_quotes_the_best_matching_sentence_and_says_why(corpus):
     answer = engine_for(corpus).answer(PARAMS)
 
-    assert answer.text == NO_LLM_ANSWER
+    reference = {r.file_path: r.reference_id for r in answer.retrieval.references}
+    first_line = answer.text.splitlines()[0]
+    assert first_line == f"{LEADER_CHUNK} [{reference['projects/atlas.md']}]"
+    assert answer.text.endswith(EXTRACTIVE_NOTE)
     assert answer.llm_configured is False and answer.cached is False
     assert LEADER_CHUNK in [chunk.text for chunk in answer.retrieval.chunks]
     assert "carla diaz" in [entity.record.key for entity in answer.retrieval.entities]
 
     retrieval, stream = engine_for(corpus).stream_answer(PARAMS)
-    assert list(stream) == [NO_LLM_ANSWER] and retrieval.chunks
+    assert "".join(stream) == answer.text and retrieval == answer.retrieval
+    assert stream.llm_configured is False
+
+
+def test_without_an_llm_and_nothing_retrieved_the_answer_says_no_llm_is_configured(corpus):
+    params = QueryParams(LEADER, mode=Mode.LOCAL, doc_ids=("no-such-document.md",))
+    answer = engine_for(corpus).answer(params)
+
+    assert answer.text == NO_LLM_ANSWER and answer.retrieval.chunks == ()
 
 
 def test_answer_sends_the_context_history_and_question_and_returns_the_reply(

@@ -19,10 +19,11 @@ from connectors.llm.client import ChatClient, LLMOptions
 from connectors.redis.graph_store import GraphStore
 from gateway import convert
 from gateway.engine import QueryEngine
+from gateway.extractive import EXTRACTIVE_NOTE
 from gateway.ingest import EventPublisher
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.server import RunningServer, ServerOptions, serve
-from gateway.types import NO_LLM_ANSWER, Mode, QueryParams
+from gateway.types import Mode, QueryParams
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
 from tests.dataflow.harness import TOKENIZER
@@ -118,18 +119,19 @@ def test_query_returns_the_llm_answer_with_the_context_it_used(
     assert response.context.chunks[0].text in prompt
 
 
-def test_query_without_llm_returns_the_context_and_says_no_llm_is_configured(
+def test_query_without_llm_returns_the_context_and_an_extractive_answer_saying_why(
     corpus: Corpus,
 ) -> None:
     with running_gateway(new_engine(corpus, None), corpus.stores.graph) as (_, channel):
         stub = query_pb2_grpc.KnowledgeGraphStub(channel)
         response = stub.Query(pb.QueryRequest(question=QUESTION), timeout=30)
         events = list(stub.QueryStream(pb.QueryRequest(question=QUESTION), timeout=30))
-    assert response.answer == NO_LLM_ANSWER
+    assert response.answer.startswith(ANSWER + " [")
+    assert response.answer.endswith(EXTRACTIVE_NOTE)
     assert not response.llm_configured
     assert response.context.entities
     assert events[0].context == response.context
-    assert "".join(e.delta.text for e in events if e.HasField("delta")) == NO_LLM_ANSWER
+    assert "".join(e.delta.text for e in events if e.HasField("delta")) == response.answer
     assert not events[-1].done.llm_configured
 
 

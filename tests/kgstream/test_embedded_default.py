@@ -44,6 +44,8 @@ def test_sample_corpus_indexes_and_answers_offline_and_survives_a_restart(tmp_pa
     naive = run_json(capsys, "query", question, "--data", data, "--mode", "naive", "--json")
     assert naive["chunks"][0]["file_path"] == "org/tidewater-battery-lab.md"
     assert "No LLM is configured" in naive["answer"]
+    assert naive["answer"].startswith("Tidewater Battery Lab is the research arm")  # quoted
+    assert "[1]" in naive["answer"]
 
     # A restart on the same data finds everything where it was and re-indexes nothing.
     assert main(["index", str(EXAMPLES), "--data", data]) == 0
