@@ -1,5 +1,5 @@
-"""Word lists of the offline extractor (dataflow/core/offline/extractor.py and its
-offline_* modules).
+"""Word lists of the offline extractor (dataflow/core/offline/extractor.py and the
+modules beside it).
 
 Kept apart so the extractor reads as rules, and so the lists can grow without
 burying them. Every list is lowercase; membership is tested on lowercased
@@ -37,10 +37,28 @@ FUNCTION_WORDS = words(
     background contents let lets oh well while whilst amid amidst throughout inside outside
     where's there's here's what's that's"""
 )
-KEYWORD_STOPWORDS = FUNCTION_WORDS | words(
-    """may will said says say told tell tells added new use used using uses get got make
+# Greetings, interjections, chat abbreviations and discourse fillers: never a name nor a
+# word of one, in any case ("Hey Adam" is Adam, "LOL" no acronym). Words that also begin
+# real names ("Great", "Nice", "Morning", "Cheers", "Welcome") are deliberately absent:
+# a sentence-initial word still needs evidence to be a name, which catches "Tough game".
+INTERJECTIONS = words(
+    """hey hi hiya hello hullo howdy yo sup greetings bye goodbye byebye cya ciao thanks
+    thank thx tysm cheers congrats congratulations sorry oops whoops oh ooh ah aah aha
+    ahh aw aww uh uhh um umm erm er hmm hmmm huh meh ugh argh eh yay yeah yea yep yup yes
+    yess nah nope no ok okay okey kk alright aight sure wow whoa woah omg omfg lol lmao
+    lmfao rofl haha hahaha hehe hihi lolz btw idk imo imho tbh fyi brb ikr smh pls plz
+    please well so anyway anyways honestly seriously actually basically literally totally
+    definitely absolutely exactly indeed gosh jeez geez damn dang darn wowza yikes
+    hooray hurray phew ew eww shh psst mhm hm"""
+)
+KEYWORD_STOPWORDS = (
+    FUNCTION_WORDS
+    | words(
+        """may will said says say told tell tells added new use used using uses get got make
     made makes way ways thing things lot lots one two three four five also very really
     just said way yes non based"""
+    )
+    | INTERJECTIONS
 )
 CONNECTORS = words("of de van von der den da del della di du la le the and & y dos das ter")
 CONDITIONAL_CONNECTORS = words("and for on")  # joined only when the span has a cue
@@ -95,7 +113,9 @@ PERSON_ROLES = (
 # Roles that also fit an organisation ("a leader in batteries", "a member of NATO"):
 # they mark a person only right before a name ("leader Kim"), never after one.
 ORG_COMPATIBLE_ROLES = words("leader player member partner owner investor developer")
-SPEECH_VERBS = words("said says told added wrote explained argued noted recalled")
+SPEECH_VERBS = words(
+    "said says told added wrote explained argued noted recalled asked asks replied replies answered"
+)
 # Verbs (after a name) that nearly always have a person as their subject.
 PERSON_VERBS = SPEECH_VERBS | words(
     """insisted believes believed thinks thought recalls remembers admitted denied
@@ -320,3 +340,18 @@ SHORTENABLE_TAILS = LEGAL_FORMS | THING_WORDS
 PRONOUN_FORMS = PERSON_PRONOUNS | {p.capitalize() for p in PERSON_PRONOUNS}
 # The two apostrophes a possessive may use ("Members'", "Members’").
 APOSTROPHES = "'’"
+# Words inside a passage title's parentheses or after its comma that type the title
+# ("Kiss and Tell (1945 film)" stays "category", "Live (band)" is an organisation).
+DISAMBIGUATOR_PERSON = OCCUPATIONS | words(
+    """musician rapper footballer cricketer boxer wrestler golfer cyclist swimmer driver
+    businessman businesswoman comedian dancer director producer screenwriter bishop priest
+    admiral politician judge born died"""
+)
+DISAMBIGUATOR_ORGANIZATION = ORG_SUFFIXES | words(
+    "band company newspaper magazine label airline brand retailer manufacturer franchise"
+)
+DISAMBIGUATOR_GEO = GEO_SUFFIXES | GEO_NOUNS | words("country suburb municipality commune")
+DISAMBIGUATOR_EVENT = words(
+    """battle war election elections siege festival tournament championship championships
+    olympics earthquake hurricane referendum revolution"""
+)

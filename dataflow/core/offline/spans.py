@@ -1,6 +1,6 @@
 """Cutting proper-noun runs into name spans, for the offline extractor (step 2).
 
-A run from offline_runs.py may hold several names or none: "Alice and Bob" is
+A run from runs.py may hold several names or none: "Alice and Bob" is
 two people, "Lena Sorvik of Greyholt Institute" a person and an organisation,
 "Dr. Jane Smith" a title and a person, "Head of Projects" no name at all. The
 rules here decide where names start and end; each span carries a flag saying
