@@ -261,3 +261,23 @@ def test_any_chat_or_titled_text_yields_a_well_formed_extraction(lines):
         assert relation.source.casefold() in keys and relation.target.casefold() in keys
         assert relation.source.casefold() != relation.target.casefold()
     assert extract_offline(text) == extraction
+
+
+DELMER_DAVES = """\
+Delmer Daves
+Delmer Lawrence Daves (July 24, 1904 – August 17, 1977) was an American screenwriter, director \
+and producer."""
+
+
+def test_a_biographys_full_name_is_its_title_and_life_dates_make_it_a_person():
+    extraction = extract_offline(DELMER_DAVES)
+    assert types_by_name(extraction) == {"Delmer Daves": "person"}
+
+
+@pytest.mark.parametrize(
+    ("first_line", "name"),
+    [("Boston United F.C.", "Boston United F.C."), ("Feel Good Inc.", "Feel Good Inc.")],
+)
+def test_a_title_may_end_in_an_abbreviations_dot(first_line, name):
+    title = find_title(f"{first_line}\n{name} is a name that this longer paragraph repeats.")
+    assert title is not None and title.name == name

@@ -306,7 +306,32 @@ FIRST_NAMES = words(
     hans klaus emmanuel vladimir xi wei mohammed muhammad ahmed ali fatima hiroshi yuki raj
     priya satya sundar elon jeff bill tim sam sergey steve jensen marc jane bob tom ben
     greta angela olaf boris keir rishi narendra recep jacinda justin kamala hillary barack
-    ivan igor dmitri sofia lucia carlos luis miguel ana giulia marco luca francesco harry ron"""
+    ivan igor dmitri sofia lucia carlos luis miguel ana giulia marco luca francesco harry ron
+    danny tony jimmy bobby eddie freddie johnny kenny lenny ricky ronnie sammy tommy
+    willie alex alfred allen andy barry ben benny bernard bradley brendan brett calvin
+    cameron chris clarence claude clint colin craig curtis darren dave derek doug duncan
+    dustin edgar edwin elliot elliott ernest eugene evan felix floyd francis fred
+    frederick geoffrey gilbert glenn gordon graham greg herbert howard hugh ian isaac
+    jake jared jay jeffery jerome jim joel jon jonah julian karl kurt lee leo leon
+    leonard lewis liam lloyd lucas luke malcolm marcus martin marvin matt max melvin
+    mike mitchell neil nelson nick nigel norman oliver oscar owen perry phil reginald
+    rex rick rodney roland ross rudy russ sidney simon stanley stuart ted terrence
+    theodore toby todd travis trevor troy vernon victor vince wallace warren wesley abby
+    adriana agnes alicia alison allison amelia andrea angelina anne annie audrey ava
+    barbara beatrice becky bella beth bethany betsy beverly bonnie brittany caitlin
+    camille candice carla carmen caroline carrie cassandra cecilia celia chloe claire
+    clara claudia colleen connie courtney dana daphne darlene debbie delia della diana
+    dolores donna edith eileen elaine eleanor elena eliza ella ellen eloise elsie emilia
+    erica erin esther ethel eva eve felicity fiona gail gemma georgina gina gwen heidi
+    helena ida ingrid irene isabel isabelle jackie jamie jana jasmine jenna jenny jess
+    jill joanna joanne jocelyn josephine juliet justine kara kate kathy katie kay kayla
+    kim kirsten kristen lana leah leslie lila linda lois lorraine louise lucy lydia lynn
+    mabel maggie mandy marcia margot marian marina marjorie martina maureen maxine meg
+    melanie mia millie miranda molly monica muriel nadia naomi natasha nina nora olga
+    paige paula pauline penelope phoebe phyllis polly rachael rebekah renee rita roberta
+    rosa rosemary roxanne sabrina sally shannon sheila shelley sienna sonia sophie
+    stella susie sylvia tamara tanya tara tessa thelma tina tracy ursula valerie vanessa
+    vera veronica vivian wanda wendy yvonne zoe zoey"""
 )
 
 # Derived sets, built once here because several of the extractor's modules test them.

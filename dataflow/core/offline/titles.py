@@ -48,6 +48,10 @@ from dataflow.core.offline.types import (
 _MAX_TITLE_WORDS = 12
 _MAX_TITLE_CHARS = 120
 _DISAMBIGUATOR = re.compile(r"\s*\(([^()]*)\)\s*$")
+# "Boston United F.C.", "Feel Good Inc.": a title may end in an abbreviation's dot.
+_ABBREVIATED_END = re.compile(r"(?:\b[A-Z]\.|\b(?:Inc|Ltd|Co|Corp|Jr|Sr|St|Bros)\.)$")
+# A biography's opening "(born 3 May 1950)" or "(April 23, 1928 – February 10, 2014)".
+_LIFE_DATES = re.compile(r"\((?:[^()]*;\s*)?(?:born\b|[^()]*\b1\d{3}\s*[–-][^()]*\d{4}\))")
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def find_title(text: str) -> PassageTitle | None:
     if (
         not line
         or not (line[0].isupper() or line[0].isdigit())
-        or line[-1] in ".!?:;,"
+        or (line[-1] in ".!?:;," and not _ABBREVIATED_END.search(line))
         or len(line) > _MAX_TITLE_CHARS
         or len(line.split()) > _MAX_TITLE_WORDS
         or len(following) <= len(line)
@@ -101,19 +105,18 @@ def find_title(text: str) -> PassageTitle | None:
         name, disambiguator = line[: match.start()], match.group(1)
     elif ", " in line:
         name, disambiguator = line.split(", ", 1)
+    name = name.strip()
     tokens = TOKEN.findall(name)
     body_tokens = set(TOKEN.findall(following))
-    if not any(
+    if name not in following and not any(
         (t[0].isupper() or t[0].isdigit()) and t.lower() not in FUNCTION_WORDS and t in body_tokens
         for t in tokens
     ):
         return None
-    return PassageTitle(
-        name=name.strip(),
-        tokens=tuple(tokens),
-        type=_disambiguator_type(disambiguator.split()),
-        body_start=offset + newline + 1,
-    )
+    kind = _disambiguator_type(disambiguator.split())
+    if kind is None and is_person_shaped(tokens) and _LIFE_DATES.search(following[:200]):
+        kind = PERSON  # "Delmer Daves" over "Delmer Lawrence Daves (July 24, 1904 – ...)"
+    return PassageTitle(name=name, tokens=tuple(tokens), type=kind, body_start=offset + newline + 1)
 
 
 def _title_mention(title: PassageTitle, sentence: int, start: int, tokens: list[str]) -> Mention:
@@ -157,6 +160,18 @@ def place_title(
                     spelled.setdefault(number, []).append(
                         _title_mention(title, number, start, tokens)
                     )
+    if width >= 2 and sentence_tokens:
+        for mention in mentions:
+            if (
+                mention.sentence == 0
+                and len(mention.words) > width
+                and mention.words[0] == title.tokens[0]
+                and mention.words[-1] == title.tokens[-1]
+                and is_person_shaped(mention.words)
+            ):  # "Delmer Lawrence Daves" is the passage's "Delmer Daves"
+                full = _title_mention(title, 0, mention.start, sentence_tokens[0])
+                spelled.setdefault(0, []).append(replace(full, end=mention.end))
+                break
     placed: list[Mention] = [subject]
     added: set[int] = set()
     for mention in mentions:
@@ -168,7 +183,12 @@ def place_title(
             if any(
                 mention.start < o.end
                 and o.start < mention.end
-                and not (mention.start <= o.start and o.end <= mention.end and mention.key != o.key)
+                and not (
+                    mention.start <= o.start
+                    and o.end <= mention.end
+                    and mention.end - mention.start > o.end - o.start
+                    and mention.key != o.key
+                )
                 for o in occurrences
             ):
                 continue  # a fragment of the title ("Tell"), or the title itself again
