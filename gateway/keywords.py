@@ -158,6 +158,8 @@ def capitalised_spans(question: str) -> list[str]:
 
     "Who leads the Atlas Project?" gives ["Atlas Project"]: "Who" is a stopword. A lone
     question-initial word ("Name", "Describe") is no span: its capital proves nothing.
+    A leading year is kept, and the name without it follows: other passages may not
+    date it ("2014 FIFA World Cup", then "FIFA World Cup").
     """
     spans: list[str] = []
     initial = True
@@ -166,6 +168,8 @@ def capitalised_spans(question: str) -> list[str]:
         for span in _name_spans(words):
             if not (initial and len(span) == 1 and words and span[0] == words[0]):
                 spans.append(" ".join(span))
+                if len(span) > 1 and len(span[0]) == 4 and span[0].isdigit():
+                    spans.append(" ".join(span[1:]))  # "FIFA World Cup" beside its 2014 edition
         initial = initial and not words
     return spans
 
