@@ -89,6 +89,14 @@ def test_a_greeting_before_a_name_is_cut_off_in_prose_too(line):
     assert names == {"Adam Smith", "Acme Corp"}
 
 
+@pytest.mark.parametrize(
+    "line", ["Good Morning Bella, ready?", "Happy Birthday Bella!", "XD Bella, ready?"]
+)
+def test_a_two_word_greeting_or_chat_abbreviation_before_a_name_is_cut_off(line):
+    text = f"AdamSmith: {line}\nBellaJones: Thanks Adam."
+    assert set(types_by_name(extract_offline(text))) == {"Adam Smith", "Bella Jones"}
+
+
 def test_the_word_after_an_utterances_filler_needs_evidence_like_a_sentence_start():
     text = "BellaJones: Yeah, Brilliant idea.\nAdamSmith: Honestly Great stuff."
     assert set(types_by_name(extract_offline(text))) == {"Bella Jones", "Adam Smith"}

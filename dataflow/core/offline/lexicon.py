@@ -49,7 +49,21 @@ INTERJECTIONS = words(
     lmfao rofl haha hahaha hehe hihi lolz btw idk imo imho tbh fyi brb ikr smh pls plz
     please well so anyway anyways honestly seriously actually basically literally totally
     definitely absolutely exactly indeed gosh jeez geez damn dang darn wowza yikes
-    hooray hurray phew ew eww shh psst mhm hm"""
+    hooray hurray phew ew eww shh psst mhm hm xd wtf ffs ngl tbf irl afaik ttyl gg np nvm
+    thnx lolol hahah hahahaha"""
+)
+# Two-word greetings cut off the front of a name ("Good Morning Adam" is Adam); "Good"
+# and "Happy" alone begin real names, so only the pairs are listed.
+GREETING_PAIRS = frozenset(
+    {
+        ("good", "morning"),
+        ("good", "afternoon"),
+        ("good", "evening"),
+        ("good", "night"),
+        ("good", "luck"),
+        ("happy", "birthday"),
+        ("happy", "anniversary"),
+    }
 )
 KEYWORD_STOPWORDS = (
     FUNCTION_WORDS

@@ -16,6 +16,7 @@ from dataflow.core.offline.lexicon import (
     CONNECTORS,
     EVENT_SUFFIXES,
     EVENT_SUFFIXES_WITH_YEAR,
+    GREETING_PAIRS,
     LEGAL_FORMS,
     LONE_NON_NAMES,
     MONTHS_AND_DAYS,
@@ -143,8 +144,11 @@ def split_run(run: Run, at_sentence_start: bool, mid_caps: set[str]) -> list[tup
 
 
 def trim_span(span: Run) -> Run:
-    """Drop connectors at both ends and leading months or weekdays ("Monday Acme Corp")."""
+    """Drop connectors at both ends, leading months or weekdays ("Monday Acme Corp") and a
+    leading two-word greeting ("Good Morning Adam")."""
     start, end = 0, len(span)
+    if end > 2 and (span[0][0].lower(), span[1][0].lower()) in GREETING_PAIRS:
+        start = 2
     while start < end and (
         span[start][0].lower() in CONNECTORS
         or (span[start][0].lower() in MONTHS_AND_DAYS and start + 1 < end)
