@@ -123,6 +123,40 @@ def test_a_first_name_mentioned_in_another_paragraph_resolves_to_the_full_name()
     assert set(types_by_name(extract_offline(text))) == {"Zorbania Quillfeather"}
 
 
+def test_a_bare_given_name_resolves_to_a_person_shaped_full_name_in_prose_too():
+    text = "I met Zorbania Quillfeather at the port. Later, Zorbania left for Oslo."
+    assert set(types_by_name(extract_offline(text))) == {"Zorbania Quillfeather", "Oslo"}
+
+
+def test_in_a_chat_a_bare_given_name_used_as_a_persons_makes_the_full_name_a_person():
+    text = (
+        "AdamSmith: I met Zorbania Quillfeather today.\n"
+        "BellaJones: What did Zorbania say? Zorbania said nothing."
+    )
+    assert types_by_name(extract_offline(text))["Zorbania Quillfeather"] == "person"
+
+
+def test_in_prose_a_bare_first_word_does_not_make_a_place_a_person():
+    text = "Riverside Cafe opened in 2019. Later, Riverside expanded."
+    assert types_by_name(extract_offline(text)) == {"Riverside Cafe": "category"}
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("AdamSmith: Sarah Quill called.\nBellaJones: Tell Sarah I said hi.", {"Sarah Quill"}),
+        ("Ask Adam Smith about the ferry.", {"Adam Smith"}),
+        ("Queen Elizabeth I was crowned in 1559.", {"Elizabeth I"}),
+    ],
+)
+def test_an_imperative_before_a_name_and_the_pronoun_i_after_it_are_not_part_of_it(text, names):
+    assert names <= set(types_by_name(extract_offline(text)))
+    assert not any(
+        name.startswith(("Tell", "Ask")) for name in types_by_name(extract_offline(text))
+    )
+    assert "Sarah I" not in types_by_name(extract_offline(text))
+
+
 # 5. People typed as person
 
 

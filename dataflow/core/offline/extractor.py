@@ -228,7 +228,7 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
     subject: Mention | None = None
     if title is not None and sentences and len(title.name) >= options.min_name_chars:
         mentions, subject = place_title(title, mentions, sentence_tokens)
-    aliases, promoted = resolve_aliases(mentions)
+    aliases, promoted = resolve_aliases(mentions, transcript=bool(speakers))
     confident = {m.key for m in mentions if not m.needs_evidence}
 
     names: dict[str, str] = {}

@@ -52,6 +52,17 @@ INTERJECTIONS = words(
     hooray hurray phew ew eww shh psst mhm hm xd wtf ffs ngl tbf irl afaik ttyl gg np nvm
     thnx lolol hahah hahahaha"""
 )
+# Verbs after "I" that make it the pronoun, not a regnal number ("Sarah, I said" is
+# not "Sarah I"; "Elizabeth I was crowned" is Elizabeth I).
+FIRST_PERSON_VERBS = words(
+    """am have think know want do did don't didn't can can't will won't would wouldn't
+    love mean guess hope feel need saw said told got met just really also thought heard
+    wish agree bet believe"""
+)
+# Sentence-initial verbs that address someone ("Tell Sarah", "Ask Adam Smith").
+IMPERATIVES_BEFORE_NAMES = words(
+    "tell ask call meet text message email ping remind invite send give show help"
+)
 # Two-word greetings cut off the front of a name ("Good Morning Adam" is Adam); "Good"
 # and "Happy" alone begin real names, so only the pairs are listed.
 GREETING_PAIRS = frozenset(

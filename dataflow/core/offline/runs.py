@@ -20,6 +20,7 @@ from dataflow.core.offline.lexicon import (
     EVENT_SUFFIXES,
     EVENT_SUFFIXES_WITH_YEAR,
     FIRST_NAMES,
+    FIRST_PERSON_VERBS,
     FUNCTION_WORDS,
     INTERJECTIONS,
     NAME_ABBREVIATIONS,
@@ -125,7 +126,10 @@ def find_runs(tokens: list[str], kinds: dict[str, int], mid_caps: set[str]) -> l
                 continue
         elif token == "I" and run and not pending:
             last = run[-1][0].lower()
-            if last in EVENT_SUFFIXES or last in FIRST_NAMES:  # World War I, Elizabeth I
+            following = tokens[index + 1] if index + 1 < len(tokens) else ""
+            if last in EVENT_SUFFIXES or (
+                last in FIRST_NAMES and following not in FIRST_PERSON_VERBS
+            ):  # World War I, Elizabeth I; not "tell Sarah I said hi"
                 run.append((token, index, index + 1))
                 continue
         elif kind == _NUMBER and run and not pending:

@@ -17,6 +17,7 @@ from dataflow.core.offline.lexicon import (
     EVENT_SUFFIXES,
     EVENT_SUFFIXES_WITH_YEAR,
     GREETING_PAIRS,
+    IMPERATIVES_BEFORE_NAMES,
     LEGAL_FORMS,
     LONE_NON_NAMES,
     MONTHS_AND_DAYS,
@@ -114,6 +115,13 @@ def split_run(run: Run, at_sentence_start: bool, mid_caps: set[str]) -> list[tup
         and not has_evidence(run[0][0], mid_caps)
     ):
         run = run[1:]
+    if (
+        at_sentence_start
+        and len(run) > 1
+        and run[0][0].lower() in IMPERATIVES_BEFORE_NAMES
+        and not has_evidence(run[0][0], mid_caps)
+    ):
+        run = run[1:]  # "Tell Sarah", "Ask Adam Smith": an imperative before a name
     lows = [w.lower() for w, _, _ in run]
     pieces: list[Run] = [run]
     if CONDITIONAL_CONNECTORS.intersection(lows):
