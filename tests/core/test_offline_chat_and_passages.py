@@ -261,6 +261,11 @@ def test_two_passages_meet_in_the_entity_one_names_and_the_other_is_titled():
             None,
         ),
         ("George Gordon (bishop)\nGeorge Gordon was a Scottish bishop.", "George Gordon", "person"),
+        (
+            "He, She and It\nHe, She and It is a novel by Marge Piercy, set in the future.",
+            "He, She and It",
+            None,
+        ),
     ],
 )
 def test_the_disambiguator_types_the_title_and_stays_out_of_its_name(text, name, kind):

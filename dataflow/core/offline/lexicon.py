@@ -48,7 +48,7 @@ INTERJECTIONS = words(
     yess nah nope no ok okay okey kk alright aight sure wow whoa woah omg omfg lol lmao
     lmfao rofl haha hahaha hehe hihi lolz btw idk imo imho tbh fyi brb ikr smh pls plz
     please well so anyway anyways honestly seriously actually basically literally totally
-    definitely absolutely exactly indeed gosh jeez geez damn dang darn wowza yikes
+    definitely absolutely exactly indeed gosh jeez geez wowza yikes
     hooray hurray phew ew eww shh psst mhm hm xd wtf ffs ngl tbf irl afaik ttyl gg np nvm
     thnx lolol hahah hahahaha"""
 )

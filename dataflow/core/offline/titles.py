@@ -103,9 +103,13 @@ def find_title(text: str) -> PassageTitle | None:
     match = _DISAMBIGUATOR.search(line)
     if match and match.start() > 0:
         name, disambiguator = line[: match.start()], match.group(1)
-    elif ", " in line:
-        name, disambiguator = line.split(", ", 1)
+    elif line.count(", ") == 1:
+        head, tail = line.split(", ")
+        if head.lower() not in FUNCTION_WORDS and all(w[:1].isupper() for w in tail.split()):
+            name, disambiguator = head, tail  # "Hatton Castle, Angus"; not "He, She and It"
     name = name.strip()
+    if name.lower() in FUNCTION_WORDS:
+        return None
     tokens = TOKEN.findall(name)
     body_tokens = set(TOKEN.findall(following))
     if name not in following and not any(
