@@ -15,9 +15,12 @@ an organisation; "footballer" a person). Two films of one name therefore merge,
 as they would in a LightRAG graph keyed by name.
 
 A first line is a title only when it is short, has no sentence punctuation at
-its end, is followed by a longer line, and shares a capitalised word or a
-number with that line (case-sensitively), so "Meeting notes" over "The meeting
-..." is no entity.
+its end (an abbreviation's dot aside: "Boston United F.C."), is followed by a
+longer line, and that line repeats it or shares a capitalised word or a number
+with it (case-sensitively), so "Meeting notes" over "The meeting ..." is no
+entity. A person-shaped title over a biography's life dates ("(born 1950)",
+"(1904 – 1977)") is a person, and the biography's fuller form of the name in
+its first sentence ("Delmer Lawrence Daves" under "Delmer Daves") is the title.
 """
 
 from __future__ import annotations
