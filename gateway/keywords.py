@@ -6,9 +6,16 @@ vectors with the high-level ones (LightRAG's dual-level retrieval). Two extracto
 - `LLMKeywordExtractor` asks the chat model for LightRAG's JSON object, through the
   client's response cache, so asking the same question twice costs one call.
 - `OfflineKeywordExtractor` needs no model: low-level keywords are the names the offline
-  entity extractor finds in the question, quoted terms and capitalised spans; high-level
-  keywords are the runs of content words between stopwords. It is the default when no
-  LLM is configured, and the fallback when the LLM answers something unparseable.
+  entity extractor finds in the question, quoted terms and capitalised spans (joined
+  over "of"/"the"/"de" and a one-word "X and Y", so "Chief of Protocol" and "Kiss and
+  Tell" stay whole; a number next to a name stays with it: "Apollo 11", "2014 FIFA
+  World Cup"); high-level keywords are the runs of content words between stopwords
+  that are not those names. A question-initial capital proves nothing ("Which",
+  "Name"), and a question typed in lower case has no capitals at all: then its
+  multi-word content phrases ("annie morton") stand in for names, so the entity
+  (local) and relation (global) searches both get keywords without an LLM. It is the
+  default when no LLM is configured, and the fallback when the LLM answers something
+  unparseable.
 
 Neither ever returns two empty lists for a non-empty question: the question itself
 becomes the low-level keyword (LightRAG forces the same for short questions).
@@ -46,6 +53,7 @@ _STOPWORD_TEXT = """
     whose why will with would you your yours yourself yourselves
     tell explain describe list give show know please let lets let's many much there's
     what's who's where's how's does did done get got make made say said
+    name named identify find compare among whether either whose which
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """Words that carry no search meaning in a question (English)."""
@@ -53,7 +61,8 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[\w][\w'’.-]*[\w]|[\w]")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?:^|(?<=\s))'([^']+)'(?=[\s.,;:!?)]|$)")
-_CLAUSE_BREAK = re.compile(r"[,;:!?()\[\]{}\"“”]|\.(?:\s|$)")
+# A dot ends a clause unless it ends an initial or a short title ("J.", "St.", "Dr.").
+_CLAUSE_BREAK = re.compile(r"[,;:!?()\[\]{}\"“”]|(?<!\b[A-Z])(?<!\b[A-Z][a-z])\.(?:\s|$)")
 
 
 def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
@@ -80,25 +89,88 @@ def _is_capitalised(word: str) -> bool:
     return word[:1].isupper() or (any(c.isupper() for c in word) and any(c.isdigit() for c in word))
 
 
-def capitalised_spans(question: str) -> list[str]:
-    """Maximal runs of capitalised words in each clause, stopwords trimmed from both ends.
+# Lowercase words a name may run on over ("Chief of Protocol", "Lord of the Rings").
+_NAME_CONNECTORS = frozenset(
+    [
+        "of",
+        "the",
+        "de",
+        "del",
+        "della",
+        "di",
+        "du",
+        "da",
+        "van",
+        "von",
+        "der",
+        "den",
+        "la",
+        "le",
+        "y",
+    ]
+)
+# Short words inside titles of works ("These Boots Are Made for Walkin'").
+_TITLE_FILLERS = frozenset(["for", "on", "a", "an"])
 
-    "Who leads the Atlas Project?" gives ["Atlas Project"]: "Who" is a stopword.
+
+def _name_spans(words: list[str]) -> list[list[str]]:
+    """Capitalised runs of one clause, joined over connectors and a one-word "X and Y",
+    with numbers next to a capitalised word kept ("Apollo 11", "2014 FIFA World Cup")."""
+    spans: list[list[str]] = []
+    run: list[str] = []
+    pending: list[str] = []
+    for index, word in enumerate([*words, ""]):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word and (
+            _is_capitalised(word)
+            or (word.isdigit() and (run or _is_capitalised(following)) and not pending)
+        ):
+            run.extend(pending)
+            run.append(word)
+            pending = []
+            continue
+        if word and run and len(pending) < 2:
+            low = word.casefold()
+            joins = _is_capitalised(following) and (
+                low in _NAME_CONNECTORS
+                or (  # "Kiss and Tell", not "Scott Derrickson and Ed Wood"
+                    low == "and"
+                    and not pending
+                    and len(run) == 1
+                    and not _is_capitalised(words[index + 2] if index + 2 < len(words) else "")
+                )
+                or (len(run) >= 2 and low in _TITLE_FILLERS)  # "Lessons on Physics"
+            )
+            if joins or (low in _NAME_CONNECTORS and following.casefold() in _NAME_CONNECTORS):
+                pending.append(word)
+                continue
+        while run and run[0].casefold() in STOPWORDS:
+            run.pop(0)  # "Which", "The"
+        if run:
+            spans.append(run)
+        run, pending = [], []
+    return spans
+
+
+def capitalised_spans(question: str) -> list[str]:
+    """Maximal runs of capitalised words in each clause, stopwords trimmed from both ends,
+    joined over name connectors ("Chief of Protocol", "Kiss and Tell"), numbers kept.
+
+    "Who leads the Atlas Project?" gives ["Atlas Project"]: "Who" is a stopword. A lone
+    question-initial word ("Name", "Describe") is no span: its capital proves nothing.
+    A leading year is kept, and the name without it follows: other passages may not
+    date it ("2014 FIFA World Cup", then "FIFA World Cup").
     """
     spans: list[str] = []
+    initial = True
     for clause in _CLAUSE_BREAK.split(question):
-        run: list[str] = []
-        for word in [*split_words(clause), ""]:
-            if word and _is_capitalised(word):
-                run.append(word)
-                continue
-            while run and run[0].casefold() in STOPWORDS:
-                run.pop(0)
-            while run and run[-1].casefold() in STOPWORDS:
-                run.pop()
-            if run:
-                spans.append(" ".join(run))
-            run = []
+        words = split_words(clause)
+        for span in _name_spans(words):
+            if not (initial and len(span) == 1 and words and span[0] == words[0]):
+                spans.append(" ".join(span))
+                if len(span) > 1 and len(span[0]) == 4 and span[0].isdigit():
+                    spans.append(" ".join(span[1:]))  # "FIFA World Cup" beside its 2014 edition
+        initial = initial and not words
     return spans
 
 
@@ -132,15 +204,36 @@ class OfflineKeywordExtractor:
         if not question:
             return Keywords(high_level=(), low_level=())
         quoted = [next(g for g in match.groups() if g) for match in _QUOTED.finditer(question)]
-        names = [entity.name for entity in extract_offline(question).entities]
-        low = _dedupe([*quoted, *names, *capitalised_spans(question)])
+        spans = capitalised_spans(question)
+        span_words = [split_words(span.casefold()) for span in spans]
+        names = [
+            entity.name
+            for entity in extract_offline(question).entities
+            if not (entity.type == "category" and _inside_any(entity.name, span_words))
+        ]  # "Kiss" and "Tell" are fragments of the span "Kiss and Tell"
+        low = _dedupe([*quoted, *names, *spans])
         low_words = frozenset(w.casefold() for value in low for w in split_words(value))
-        high = _dedupe(content_phrases(question, low_words))
-        if not high:
-            high = _dedupe(content_phrases(question))
+        phrases = _dedupe(content_phrases(question))
+        if not low:
+            # No capitals to go by (a lower-case question): multi-word content phrases
+            # are the likeliest names ("annie morton"), else every content phrase.
+            low = tuple(p for p in phrases if " " in p) or phrases
+            low_words = frozenset(w.casefold() for value in low for w in split_words(value))
+        high = _dedupe(content_phrases(question, low_words)) or phrases
         if not low and not high:
             low = (question,)
         return Keywords(high_level=high, low_level=low)
+
+
+def _inside_any(name: str, spans: list[list[str]]) -> bool:
+    """Whether `name`'s words are a proper part of one of `spans` (casefolded words)."""
+    words = split_words(name.casefold())
+    width = len(words)
+    return any(
+        len(span) > width
+        and any(span[i : i + width] == words for i in range(len(span) - width + 1))
+        for span in spans
+    )
 
 
 def keyword_messages(question: str) -> tuple[ChatMessage, ...]:

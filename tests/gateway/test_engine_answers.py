@@ -257,7 +257,7 @@ def test_keyword_replies_without_keyword_lists_are_rejected(reply):
         (
             "Which companies work on renewable energy?",
             ("companies work", "renewable energy"),
-            (),
+            ("companies work", "renewable energy"),
         ),
         ('What are "solar batteries" used for in Kenya?', ("used",), ("solar batteries", "Kenya")),
         ("Who's Bob Tanaka's employer?", ("employer",), ("Bob Tanaka",)),

@@ -1,12 +1,14 @@
 """Short forms of names resolved to their full form, for the offline extractor.
 
-Within one chunk, a bare surname or given name ("Turing", "Alan") of exactly
-one full person name ("Alan Turing"), a bare company or programme name
-("Acme") next to its full form ("Acme Corp"), and an event named without its
-year next to the one dated form resolve to the full name; an ambiguous one
-("Curie" with Marie and Pierre Curie) stays as written. A recurring bare
-surname used as a person's ("Hale trained as") also proves its full name is a
-person's.
+Within one chunk (a whole chat log or passage when it fits in one), a bare
+surname or given name ("Turing", "Alan", "Zorbania") of exactly one full
+person name or person-shaped name ("Alan Turing", "Zorbania Quillfeather"), a
+bare company or programme name ("Acme") next to its full form ("Acme Corp"),
+and an event named without its year next to the one dated form resolve to the
+full name; an ambiguous one ("Curie" with Marie and Pierre Curie) stays as
+written. A recurring bare surname used as a person's ("Hale trained as"), or
+in a chat log a bare given name ("Zorbania said"), also proves its full name is
+a person's.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from dataflow.core.offline.mentions import Mention
 from dataflow.core.offline.types import CATEGORY, EVENT, ORGANIZATION, PERSON, is_year
 
 
-def resolve_aliases(mentions: list[Mention]) -> tuple[dict[str, str], set[str]]:
+def resolve_aliases(
+    mentions: list[Mention], transcript: bool = False
+) -> tuple[dict[str, str], set[str]]:
     """Map a bare surname, given name, company name or undated event to the one full
     name it shortens; also return the person-shaped names that a recurring bare
-    surname, used as a person's ("Hale trained as"), proves to be people."""
+    surname, used as a person's ("Hale trained as"), proves to be people. In a
+    `transcript` a bare given name used so ("Zorbania said") is proof too; in prose
+    it is not, because "Riverside expanded" is said of cafes as well."""
     best: dict[str, Mention] = {}
     for mention in mentions:
         key = mention.key
@@ -37,8 +43,7 @@ def resolve_aliases(mentions: list[Mention]) -> tuple[dict[str, str], set[str]]:
             continue
         if mention.type == PERSON or mention.person_shaped:
             by_surname.setdefault(words[-1].lower(), set()).add(key)
-            if mention.type == PERSON:
-                by_given.setdefault(words[0].lower(), set()).add(key)
+            by_given.setdefault(words[0].lower(), set()).add(key)
         elif mention.type in (ORGANIZATION, CATEGORY) and all(
             w.lower() in SHORTENABLE_TAILS for w in words[1:]
         ):
@@ -59,10 +64,11 @@ def resolve_aliases(mentions: list[Mention]) -> tuple[dict[str, str], set[str]]:
         ):
             continue  # "Brenner, who ..." is still Nadia Brenner; "Berlin" stays Berlin
         surnamed = by_surname.get(key)
-        targets = surnamed or by_given.get(key) or by_company.get(key) or set()
+        given = by_given.get(key)
+        targets = surnamed or given or by_company.get(key) or set()
         if len(targets) == 1:
             target = next(iter(targets))
             aliases[key] = target
-            if surnamed and key in cued and best[target].type != PERSON:
+            if (surnamed or (given and transcript)) and key in cued and best[target].type != PERSON:
                 promoted.add(target)  # "Imogen Hale ... Hale trained as an engineer"
     return aliases, promoted

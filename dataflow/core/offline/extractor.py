@@ -45,21 +45,34 @@ What it finds, in order:
    sentence, else "co-occurrence"); strength counts the sentences the pair
    shares; the description is the first such sentence.
 
+Two document shapes get more. A chat log or transcript (speakers.py): a
+line-initial `AdamSmith:` or `Adam Smith:` label is the person "Adam Smith", the
+implicit subject of every sentence of that utterance; greetings, interjections
+and fillers ("Hey", "Nah", "Lol", "Thanks") are never names nor words of names
+(lexicon.INTERJECTIONS), and the word after them counts as sentence-initial. An
+encyclopaedia passage (titles.py): a short title line over a paragraph is an
+entity (its disambiguator, "(1945 film)", dropped from the name and used for
+the type), the implicit subject of every sentence of the passage, so it is
+related to their entities; where the paragraph spells the title out, the
+fragments found there ("Kiss", "Tell") give way to it.
+
 A bare surname or given name ("Turing", "Alan") of exactly one full person
-name in the text ("Alan Turing"), a bare company or programme name ("Acme")
-next to its full form ("Acme Corp", "Acme Programme"), and an event named
-without its year next to the one dated form, resolve to the full name; an
-ambiguous one ("Curie" with Marie and Pierre Curie) stays as written.
-Precision is preferred over recall throughout; entity descriptions are the
-first sentence that mentions the entity. Names are per chunk: short forms in
-other chunks are not merged here.
+name in the text ("Alan Turing", or a speaker "AdamSmith"), a bare company or
+programme name ("Acme") next to its full form ("Acme Corp", "Acme Programme"),
+and an event named without its year next to the one dated form, resolve to the
+full name; an ambiguous one ("Curie" with Marie and Pierre Curie) stays as
+written. Precision is preferred over recall throughout; entity descriptions are
+the first sentence that mentions the entity. Names are per chunk (the text
+this function is given, a whole document when it fits in one chunk): short
+forms in other chunks are not merged here, so everything this returns, aliases
+included, retracts with its chunk.
 
 Where each part lives (all pure, one idea per module):
-offline_sentences.py (1), offline_runs.py (tokens and proper-noun runs),
-offline_spans.py (cutting runs into names), offline_types.py (3),
-offline_mentions.py (2 and 3 per occurrence), offline_aliases.py (short forms),
-offline_lexicon.py (the word lists); this module keeps the options, the
-merge across mentions and the relations (4).
+sentences.py (1), runs.py (tokens and proper-noun runs), spans.py (cutting
+runs into names), types.py (3), mentions.py (2 and 3 per occurrence),
+speakers.py (transcript labels), titles.py (passage titles), aliases.py (short
+forms), lexicon.py (the word lists); this module keeps the options, the merge
+across mentions and the relations (4).
 """
 
 from __future__ import annotations
@@ -72,6 +85,8 @@ from dataflow.core.offline.aliases import resolve_aliases
 from dataflow.core.offline.lexicon import KEYWORD_STOPWORDS
 from dataflow.core.offline.mentions import Mention, find_mentions
 from dataflow.core.offline.sentences import split_sentences
+from dataflow.core.offline.speakers import find_speakers
+from dataflow.core.offline.titles import find_title, place_title
 from dataflow.core.offline.types import CATEGORY, EVENT, GEO, ORGANIZATION, PERSON
 
 __all__ = [
@@ -206,9 +221,14 @@ def _relate_sentence(
 def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -> Extraction:
     """Extract entities and co-occurrence relations from one chunk of text."""
     options = options or OfflineExtractorOptions()
-    sentences = split_sentences(text)
-    mentions, sentence_tokens = find_mentions(sentences, options.min_name_chars)
-    aliases, promoted = resolve_aliases(mentions)
+    speakers = find_speakers(text)
+    title = None if speakers else find_title(text)
+    sentences = split_sentences(text[title.body_start :] if title else text, speakers)
+    mentions, sentence_tokens = find_mentions(sentences, options.min_name_chars, speakers)
+    subject: Mention | None = None
+    if title is not None and sentences and len(title.name) >= options.min_name_chars:
+        mentions, subject = place_title(title, mentions, sentence_tokens)
+    aliases, promoted = resolve_aliases(mentions, transcript=bool(speakers))
     confident = {m.key for m in mentions if not m.needs_evidence}
 
     names: dict[str, str] = {}
@@ -227,6 +247,12 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
         if kept is None or mention.confidence > kept[1]:
             kinds[key] = (mention.type, mention.confidence)
         per_sentence.setdefault(mention.sentence, []).append((key, mention))
+    if subject is not None:
+        # The title is the implicit subject of every sentence of its passage.
+        implicit = (aliases.get(subject.key, subject.key), subject)
+        for found in per_sentence.values():
+            if all(key != implicit[0] for key, _ in found):
+                found.insert(0, implicit)
     for key in promoted:
         if key in kinds and kinds[key][1] < 1:
             kinds[key] = (PERSON, 1)

@@ -1,5 +1,5 @@
-"""Word lists of the offline extractor (dataflow/core/offline/extractor.py and its
-offline_* modules).
+"""Word lists of the offline extractor (dataflow/core/offline/extractor.py and the
+modules beside it).
 
 Kept apart so the extractor reads as rules, and so the lists can grow without
 burying them. Every list is lowercase; membership is tested on lowercased
@@ -37,10 +37,53 @@ FUNCTION_WORDS = words(
     background contents let lets oh well while whilst amid amidst throughout inside outside
     where's there's here's what's that's"""
 )
-KEYWORD_STOPWORDS = FUNCTION_WORDS | words(
-    """may will said says say told tell tells added new use used using uses get got make
+# Greetings, interjections, chat abbreviations and discourse fillers: never a name nor a
+# word of one, in any case ("Hey Adam" is Adam, "LOL" no acronym). Words that also begin
+# real names ("Great", "Nice", "Morning", "Cheers", "Welcome") are deliberately absent:
+# a sentence-initial word still needs evidence to be a name, which catches "Tough game".
+INTERJECTIONS = words(
+    """hey hi hiya hello hullo howdy yo sup greetings bye goodbye byebye cya ciao thanks
+    thank thx tysm cheers congrats congratulations sorry oops whoops oh ooh ah aah aha
+    ahh aw aww uh uhh um umm erm er hmm hmmm huh meh ugh argh eh yay yeah yea yep yup yes
+    yess nah nope no ok okay okey kk alright aight sure wow whoa woah omg omfg lol lmao
+    lmfao rofl haha hahaha hehe hihi lolz btw idk imo imho tbh fyi brb ikr smh pls plz
+    please well so anyway anyways honestly seriously actually basically literally totally
+    definitely absolutely exactly indeed gosh jeez geez wowza yikes
+    hooray hurray phew ew eww shh psst mhm hm xd wtf ffs ngl tbf irl afaik ttyl gg np nvm
+    thnx lolol hahah hahahaha"""
+)
+# Verbs after "I" that make it the pronoun, not a regnal number ("Sarah, I said" is
+# not "Sarah I"; "Elizabeth I was crowned" is Elizabeth I).
+FIRST_PERSON_VERBS = words(
+    """am have think know want do did don't didn't can can't will won't would wouldn't
+    love mean guess hope feel need saw said told got met just really also thought heard
+    wish agree bet believe"""
+)
+# Sentence-initial verbs that address someone ("Tell Sarah", "Ask Adam Smith").
+IMPERATIVES_BEFORE_NAMES = words(
+    "tell ask call meet text message email ping remind invite send give show help"
+)
+# Two-word greetings cut off the front of a name ("Good Morning Adam" is Adam); "Good"
+# and "Happy" alone begin real names, so only the pairs are listed.
+GREETING_PAIRS = frozenset(
+    {
+        ("good", "morning"),
+        ("good", "afternoon"),
+        ("good", "evening"),
+        ("good", "night"),
+        ("good", "luck"),
+        ("happy", "birthday"),
+        ("happy", "anniversary"),
+    }
+)
+KEYWORD_STOPWORDS = (
+    FUNCTION_WORDS
+    | words(
+        """may will said says say told tell tells added new use used using uses get got make
     made makes way ways thing things lot lots one two three four five also very really
     just said way yes non based"""
+    )
+    | INTERJECTIONS
 )
 CONNECTORS = words("of de van von der den da del della di du la le the and & y dos das ter")
 CONDITIONAL_CONNECTORS = words("and for on")  # joined only when the span has a cue
@@ -95,7 +138,9 @@ PERSON_ROLES = (
 # Roles that also fit an organisation ("a leader in batteries", "a member of NATO"):
 # they mark a person only right before a name ("leader Kim"), never after one.
 ORG_COMPATIBLE_ROLES = words("leader player member partner owner investor developer")
-SPEECH_VERBS = words("said says told added wrote explained argued noted recalled")
+SPEECH_VERBS = words(
+    "said says told added wrote explained argued noted recalled asked asks replied replies answered"
+)
 # Verbs (after a name) that nearly always have a person as their subject.
 PERSON_VERBS = SPEECH_VERBS | words(
     """insisted believes believed thinks thought recalls remembers admitted denied
@@ -286,7 +331,32 @@ FIRST_NAMES = words(
     hans klaus emmanuel vladimir xi wei mohammed muhammad ahmed ali fatima hiroshi yuki raj
     priya satya sundar elon jeff bill tim sam sergey steve jensen marc jane bob tom ben
     greta angela olaf boris keir rishi narendra recep jacinda justin kamala hillary barack
-    ivan igor dmitri sofia lucia carlos luis miguel ana giulia marco luca francesco harry ron"""
+    ivan igor dmitri sofia lucia carlos luis miguel ana giulia marco luca francesco harry ron
+    danny tony jimmy bobby eddie freddie johnny kenny lenny ricky ronnie sammy tommy
+    willie alex alfred allen andy barry ben benny bernard bradley brendan brett calvin
+    cameron chris clarence claude clint colin craig curtis darren dave derek doug duncan
+    dustin edgar edwin elliot elliott ernest eugene evan felix floyd francis fred
+    frederick geoffrey gilbert glenn gordon graham greg herbert howard hugh ian isaac
+    jake jared jay jeffery jerome jim joel jon jonah julian karl kurt lee leo leon
+    leonard lewis liam lloyd lucas luke malcolm marcus martin marvin matt max melvin
+    mike mitchell neil nelson nick nigel norman oliver oscar owen perry phil reginald
+    rex rick rodney roland ross rudy russ sidney simon stanley stuart ted terrence
+    theodore toby todd travis trevor troy vernon victor vince wallace warren wesley abby
+    adriana agnes alicia alison allison amelia andrea angelina anne annie audrey ava
+    barbara beatrice becky bella beth bethany betsy beverly bonnie brittany caitlin
+    camille candice carla carmen caroline carrie cassandra cecilia celia chloe claire
+    clara claudia colleen connie courtney dana daphne darlene debbie delia della diana
+    dolores donna edith eileen elaine eleanor elena eliza ella ellen eloise elsie emilia
+    erica erin esther ethel eva eve felicity fiona gail gemma georgina gina gwen heidi
+    helena ida ingrid irene isabel isabelle jackie jamie jana jasmine jenna jenny jess
+    jill joanna joanne jocelyn josephine juliet justine kara kate kathy katie kay kayla
+    kim kirsten kristen lana leah leslie lila linda lois lorraine louise lucy lydia lynn
+    mabel maggie mandy marcia margot marian marina marjorie martina maureen maxine meg
+    melanie mia millie miranda molly monica muriel nadia naomi natasha nina nora olga
+    paige paula pauline penelope phoebe phyllis polly rachael rebekah renee rita roberta
+    rosa rosemary roxanne sabrina sally shannon sheila shelley sienna sonia sophie
+    stella susie sylvia tamara tanya tara tessa thelma tina tracy ursula valerie vanessa
+    vera veronica vivian wanda wendy yvonne zoe zoey"""
 )
 
 # Derived sets, built once here because several of the extractor's modules test them.
@@ -320,3 +390,18 @@ SHORTENABLE_TAILS = LEGAL_FORMS | THING_WORDS
 PRONOUN_FORMS = PERSON_PRONOUNS | {p.capitalize() for p in PERSON_PRONOUNS}
 # The two apostrophes a possessive may use ("Members'", "Members’").
 APOSTROPHES = "'’"
+# Words inside a passage title's parentheses or after its comma that type the title
+# ("Kiss and Tell (1945 film)" stays "category", "Live (band)" is an organisation).
+DISAMBIGUATOR_PERSON = OCCUPATIONS | words(
+    """musician rapper footballer cricketer boxer wrestler golfer cyclist swimmer driver
+    businessman businesswoman comedian dancer director producer screenwriter bishop priest
+    admiral politician judge born died"""
+)
+DISAMBIGUATOR_ORGANIZATION = ORG_SUFFIXES | words(
+    "band company newspaper magazine label airline brand retailer manufacturer franchise"
+)
+DISAMBIGUATOR_GEO = GEO_SUFFIXES | GEO_NOUNS | words("country suburb municipality commune")
+DISAMBIGUATOR_EVENT = words(
+    """battle war election elections siege festival tournament championship championships
+    olympics earthquake hurricane referendum revolution"""
+)

@@ -4,7 +4,7 @@ A run is a maximal stretch of capitalised, ALLCAPS or CamelCase tokens in one
 sentence, joined by lowercase connectors ("of", "de", "the", "&"), plural
 possessives ("Members' Assembly"), initials and abbreviations ("J.", "Dr."),
 small numbers ("Apollo 11") and "I" after an event word or given name ("World
-War I"). Runs are only candidates: offline_spans.py cuts them into names. This
+War I"). Runs are only candidates: spans.py cuts them into names. This
 is the extractor's one pass over every token, so it is written for speed:
 token kinds are classified once per distinct token and cached by the caller.
 """
@@ -20,7 +20,9 @@ from dataflow.core.offline.lexicon import (
     EVENT_SUFFIXES,
     EVENT_SUFFIXES_WITH_YEAR,
     FIRST_NAMES,
+    FIRST_PERSON_VERBS,
     FUNCTION_WORDS,
+    INTERJECTIONS,
     NAME_ABBREVIATIONS,
 )
 
@@ -42,8 +44,8 @@ def _classify(token: str) -> int:
             return _NUMBER if len(token) <= 4 else _OTHER
         return _PROPER if token.isalnum() and not token.islower() else _OTHER
     low = token.lower()
-    if low.endswith(_CONTRACTIONS):
-        return _OTHER
+    if low.endswith(_CONTRACTIONS) or low in INTERJECTIONS:
+        return _OTHER  # "Hey Adam" is Adam; "LOL" is no acronym
     possessive = low.endswith(("'s", "’s"))
     base = low[:-2] if possessive else low
     if head.isupper():
@@ -82,7 +84,11 @@ def find_runs(tokens: list[str], kinds: dict[str, int], mid_caps: set[str]) -> l
         if kind is None:
             kind = kinds[token] = _classify(token)
         if kind in (_PROPER, _POSSESSIVE):
-            if index and tokens[index - 1][0].isalnum():
+            if (
+                index
+                and tokens[index - 1][0].isalnum()
+                and tokens[index - 1].lower() not in INTERJECTIONS
+            ):  # capitalised mid-sentence, not just after "Hey"
                 mid_caps.add(token if kind == _PROPER else token[:-2])
             if pending:
                 if len(pending) == 1 and len(run) > 1 and pending[0][0].lower() == "the":
@@ -120,7 +126,10 @@ def find_runs(tokens: list[str], kinds: dict[str, int], mid_caps: set[str]) -> l
                 continue
         elif token == "I" and run and not pending:
             last = run[-1][0].lower()
-            if last in EVENT_SUFFIXES or last in FIRST_NAMES:  # World War I, Elizabeth I
+            following = tokens[index + 1] if index + 1 < len(tokens) else ""
+            if last in EVENT_SUFFIXES or (
+                last in FIRST_NAMES and following not in FIRST_PERSON_VERBS
+            ):  # World War I, Elizabeth I; not "tell Sarah I said hi"
                 run.append((token, index, index + 1))
                 continue
         elif kind == _NUMBER and run and not pending:

@@ -1,7 +1,8 @@
-"""Sentence splitting for the offline extractor (step 1 of offline_extractor.py).
+"""Sentence splitting for the offline extractor (step 1 of extractor.py).
 
-Blank lines, markdown headings, bullets and short title-like lines end a
-segment; inside a segment ".", "!" and "?" end a sentence unless they follow an
+Blank lines, markdown headings, bullets, short title-like lines and the lines
+of a transcript's speakers ("AdamSmith: ...", see speakers.py) end a segment;
+inside a segment ".", "!" and "?" end a sentence unless they follow an
 initial, a title or an abbreviation not followed by a typical sentence starter.
 Kept apart because relations and descriptions are per sentence, so every later
 step depends on these boundaries and nothing else here.
@@ -10,12 +11,14 @@ step depends on these boundaries and nothing else here.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from dataflow.core.offline.lexicon import (
     FUNCTION_WORDS,
     MAYBE_ABBREVIATIONS,
     NO_BREAK_ABBREVIATIONS,
 )
+from dataflow.core.offline.speakers import speaker_label
 
 _OPENERS = "\"'“‘([{«"
 _TERMINAL = re.compile(r"([.!?…]+)[\"'”’)\]»]*\s+")
@@ -23,15 +26,16 @@ _BULLET = re.compile(r"(?:[-*+•–—]|\(?\d{1,3}[.)]|\(?[a-z]\))\s+")
 _RULE_LINE = re.compile(r"[\W_]+")
 
 
-def split_sentences(text: str) -> tuple[str, ...]:
-    """Return the sentences of `text`, whitespace-normalised, in order."""
+def split_sentences(text: str, speakers: Collection[str] = ()) -> tuple[str, ...]:
+    """Return the sentences of `text`, whitespace-normalised, in order; a line starting
+    with one of the `speakers` labels starts a new sentence (one utterance per line)."""
     sentences: list[str] = []
-    for segment in _split_segments(text):
+    for segment in _split_segments(text, speakers):
         _split_segment(segment, sentences)
     return tuple(sentences)
 
 
-def _split_segments(text: str) -> list[str]:
+def _split_segments(text: str, speakers: Collection[str]) -> list[str]:
     """Join wrapped lines; break at blank lines, headings, bullets and title-like lines."""
     segments: list[str] = []
     current: list[str] = []
@@ -44,7 +48,8 @@ def _split_segments(text: str) -> list[str]:
                 current = []
             continue
         bullet = _BULLET.match(line)
-        if line[0] == "#" or bullet or (current and title_like and line[0].isupper()):
+        spoken = bool(speakers) and speaker_label(line) in speakers
+        if line[0] == "#" or bullet or spoken or (current and title_like and line[0].isupper()):
             if current:
                 segments.append(" ".join(current))
                 current = []

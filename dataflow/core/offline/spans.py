@@ -1,6 +1,6 @@
 """Cutting proper-noun runs into name spans, for the offline extractor (step 2).
 
-A run from offline_runs.py may hold several names or none: "Alice and Bob" is
+A run from runs.py may hold several names or none: "Alice and Bob" is
 two people, "Lena Sorvik of Greyholt Institute" a person and an organisation,
 "Dr. Jane Smith" a title and a person, "Head of Projects" no name at all. The
 rules here decide where names start and end; each span carries a flag saying
@@ -16,6 +16,8 @@ from dataflow.core.offline.lexicon import (
     CONNECTORS,
     EVENT_SUFFIXES,
     EVENT_SUFFIXES_WITH_YEAR,
+    GREETING_PAIRS,
+    IMPERATIVES_BEFORE_NAMES,
     LEGAL_FORMS,
     LONE_NON_NAMES,
     MONTHS_AND_DAYS,
@@ -113,6 +115,13 @@ def split_run(run: Run, at_sentence_start: bool, mid_caps: set[str]) -> list[tup
         and not has_evidence(run[0][0], mid_caps)
     ):
         run = run[1:]
+    if (
+        at_sentence_start
+        and len(run) > 1
+        and run[0][0].lower() in IMPERATIVES_BEFORE_NAMES
+        and not has_evidence(run[0][0], mid_caps)
+    ):
+        run = run[1:]  # "Tell Sarah", "Ask Adam Smith": an imperative before a name
     lows = [w.lower() for w, _, _ in run]
     pieces: list[Run] = [run]
     if CONDITIONAL_CONNECTORS.intersection(lows):
@@ -143,8 +152,11 @@ def split_run(run: Run, at_sentence_start: bool, mid_caps: set[str]) -> list[tup
 
 
 def trim_span(span: Run) -> Run:
-    """Drop connectors at both ends and leading months or weekdays ("Monday Acme Corp")."""
+    """Drop connectors at both ends, leading months or weekdays ("Monday Acme Corp") and a
+    leading two-word greeting ("Good Morning Adam")."""
     start, end = 0, len(span)
+    if end > 2 and (span[0][0].lower(), span[1][0].lower()) in GREETING_PAIRS:
+        start = 2
     while start < end and (
         span[start][0].lower() in CONNECTORS
         or (span[start][0].lower() in MONTHS_AND_DAYS and start + 1 < end)

@@ -1,7 +1,8 @@
-"""Entity types from cues, for the offline extractor (step 3 of offline_extractor.py).
+"""Entity types from cues, for the offline extractor (step 3 of extractor.py).
 
 Strongest cue first: the name's own words (suffix or head word, gazetteer), a
-title before the name, a known given name, an ALLCAPS acronym, then context
+title before the name, a known given name (the lexicon's, or a transcript
+speaker's: "Zorbania" once "Zorbania Quillfeather:" has spoken), an ALLCAPS acronym, then context
 around the name ("based in X", "X, a <role>", "X said", a he/she ahead).
 Each rule returns a confidence so that, across mentions, the strongest cue
 wins. The shape tests here (person-like, person-shaped) are also what the span
@@ -164,9 +165,17 @@ def _person_context(tokens: list[str], start: int, end: int, pronoun_ahead: bool
 
 
 def type_span(
-    words: list[str], tokens: list[str], start: int, end: int, titled: bool, pronoun_ahead: bool
+    words: list[str],
+    tokens: list[str],
+    start: int,
+    end: int,
+    titled: bool,
+    pronoun_ahead: bool,
+    given: frozenset[str] = frozenset(),
 ) -> tuple[str, int]:
-    """Return (type, confidence): 3 own words or title, 2 lists, 1 context, 0 default."""
+    """Return (type, confidence): 3 own words or title, 2 lists, 1 context, 0 default.
+
+    `given` adds given names known from the text itself (a transcript's speakers)."""
     lows = [w.lower() for w in words]
     structural = structural_type(lows)
     if structural is not None:
@@ -180,7 +189,7 @@ def type_span(
     prev2 = tokens[start - 2].lower() if start > 1 else ""
     after = tokens[end].lower() if end < len(tokens) else ""
     after2 = tokens[end + 1].lower() if end + 1 < len(tokens) else ""
-    if person_like and 2 <= len(words) <= 3 and lows[0] in FIRST_NAMES:
+    if person_like and 2 <= len(words) <= 3 and (lows[0] in FIRST_NAMES or lows[0] in given):
         return PERSON, 2
     if len(words) == 1 and 2 <= len(words[0]) <= 6 and words[0].isalpha() and words[0].isupper():
         return ORGANIZATION, 2
@@ -207,7 +216,7 @@ def type_span(
         return GEO, 1
     if prev in ("joined", "acquired", "founded", "co-founded", "cofounded"):
         return ORGANIZATION, 1
-    if len(words) == 1 and lows[0] in FIRST_NAMES:
+    if len(words) == 1 and (lows[0] in FIRST_NAMES or lows[0] in given):
         return PERSON, 1
     return CATEGORY, 0
 
