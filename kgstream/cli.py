@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from connectors.vectors.base import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
@@ -138,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kgstream: {error}", file=sys.stderr)
         hint = getattr(error, "hint", "") or "run `kgstream config` to see the effective settings"
         print(f"hint: {hint}", file=sys.stderr)
+        return 2
+    except VectorSpaceMismatchError as error:
+        print(f"kgstream: {error}", file=sys.stderr)
+        print("hint: kgstream rebuild-vectors --data DIR (re-embeds from Redis)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -126,6 +126,12 @@ def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monke
 
     with pytest.raises(VectorSpaceMismatchError, match="rebuild-vectors"):
         open_stores(StoreLocations(data), "test-embedding-model-384", 384)
+    monkeypatch.delenv("KGSTREAM_EMBEDDING_MODEL")
+    capsys.readouterr()
+    assert main(["query", "anything", "--data", str(data), "--context-only"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "hint: kgstream rebuild-vectors" in err  # one line + hint
+    monkeypatch.setenv("KGSTREAM_EMBEDDING_MODEL", "test-chat-model")
     with open_stores(StoreLocations(data), "test-chat-model-384", 384) as stores:
         assert stores.vectors.count(VectorKind.ENTITY) == len(before["entities"])
         assert stores.vectors.count(VectorKind.RELATION) == len(before["relations"])
