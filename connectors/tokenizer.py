@@ -146,6 +146,14 @@ def _load_encoding_once(name: str) -> tiktoken.Encoding:
     )
 
 
+_CACHED_TEXT_CHARS = 4096
+
+
+@functools.lru_cache(maxsize=65536)
+def _cached_count(encoding_name: str, text: str) -> int:
+    return len(load_encoding(encoding_name).encode_ordinary(text))
+
+
 class TiktokenTokenizer:
     """The core's `Tokenizer` over an offline tiktoken encoding.
 
@@ -179,8 +187,14 @@ class TiktokenTokenizer:
         return self._encoding.decode(tokens)
 
     def count(self, text: str) -> int:
-        """Return the number of tokens in `text`."""
-        return len(self.encode(text))
+        """Return the number of tokens in `text`.
+
+        Short texts are counted through a cache: the gateway counts the context line of
+        every entity and relation it considers, and hub entities recur in most answers.
+        """
+        if len(text) > _CACHED_TEXT_CHARS:
+            return len(self.encode(text))
+        return _cached_count(self._encoding.name, text)
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.encoding_name!r})"

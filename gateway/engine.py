@@ -418,10 +418,12 @@ class QueryEngine:
             dense, lexical = _keys(search.dense_hits(wide)), _keys(search.lexical_hits(wide))
             lanes += [Lane(dense), Lane(lexical)]
             prefer = {*dense, *lexical}
-        for items in ([e.record for e in entities], [r.record for r in relations]):
-            if items:
-                cited = search.relevant(cited_chunks(items, prefer), wide)
-                lanes.append(Lane(cited, graph_weight))
+        cited = [
+            cited_chunks(items, prefer)
+            for items in ([e.record for e in entities], [r.record for r in relations])
+            if items
+        ]
+        lanes += [Lane(ranked, graph_weight) for ranked in search.relevant_each(cited, wide)]
         seeds = [key for key, _ in fuse(lanes)]
         lanes.append(Lane(search.bridge(seeds, wide), _BRIDGE_WEIGHT))
         return fuse(lanes)[:chunk_top_k]

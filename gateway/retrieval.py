@@ -177,6 +177,7 @@ def find_relations(
         if isinstance(source, str) and isinstance(target, str) and source and target != source:
             pairs[hit.key] = relation_pair(source, target)
     fused = [(pairs[key], score) for key, score in fuse([Lane(_keys(dense)), Lane(_keys(lexical))])]
+    fused = fused[:top_k]
     if not fused:
         return GraphLane()
     graph = stores.graph
@@ -184,7 +185,7 @@ def find_relations(
     edge_degrees = graph.edge_degrees(records)
     found = [
         RetrievedRelation(record=records[pair], score=score, degree=edge_degrees[pair])
-        for pair, score in fused[:top_k]
+        for pair, score in fused
         if pair in records and scope.admits(records[pair].doc_ids, records[pair].file_paths)
     ]
     keys = list(dict.fromkeys(key for relation in found for key in relation.record.pair))
@@ -232,12 +233,20 @@ class ChunkSearch:
     def relevant(self, candidates: Sequence[str], limit: int) -> list[str]:
         """`candidates` (chunk ids) ranked by relevance to the question: the fusion of a
         dense and a lexical search restricted to them."""
-        among = list(dict.fromkeys(candidates))[:MAX_CANDIDATES]
+        return self.relevant_each([candidates], limit)[0]
+
+    def relevant_each(self, groups: Sequence[Sequence[str]], limit: int) -> list[list[str]]:
+        """Each group of candidates ranked by relevance, from one dense and one lexical
+        search over all of them (a group's ranking is its members' order in the whole)."""
+        among = list(dict.fromkeys(c for group in groups for c in group))[:MAX_CANDIDATES]
         if not among:
-            return []
-        dense = _keys(self.dense_hits(min(limit, len(among)), among))
-        lexical = _keys(self.lexical_hits(min(limit, len(among)), among))
-        return [key for key, _ in fuse([Lane(dense), Lane(lexical)])][:limit]
+            return [[] for _ in groups]
+        depth = min(len(among), limit * len(groups))
+        dense = _keys(self.dense_hits(depth, among))
+        lexical = _keys(self.lexical_hits(depth, among))
+        ranked = [key for key, _ in fuse([Lane(dense), Lane(lexical)])]
+        members = [set(group) for group in groups]
+        return [[key for key in ranked if key in group][:limit] for group in members]
 
     def bridge(self, seeds: Sequence[str], limit: int) -> list[str]:
         """Chunks one entity away from `seeds` (the best chunks so far), by relevance."""
