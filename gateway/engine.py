@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from connectors.embeddings.base import Embedder
@@ -78,8 +78,25 @@ _MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's ow
 _BRIDGE_WEIGHT = 0.7
 
 
+_RANKED_DEPTH = 300  # graph candidates ranked by relevance, at most
+_ITEM_ORDER_WEIGHT = 1.0
+
+
 def _keys(hits: Iterable[VectorHit]) -> list[str]:
     return [hit.key for hit in hits]
+
+
+def _best_per_item(cited: Sequence[Sequence[str]], ranked: Sequence[str]) -> list[str]:
+    """Each item's most relevant chunk, in the items' own rank order: the entity the
+    question names first keeps its passage near the top even when a hub entity's many
+    chunks outrank it on relevance alone."""
+    position = {chunk: index for index, chunk in enumerate(ranked)}
+    best: list[str] = []
+    for ids in cited:
+        known = [chunk for chunk in ids if chunk in position and chunk not in best]
+        if known:
+            best.append(min(known, key=position.__getitem__))
+    return best
 
 
 @dataclass(frozen=True)
@@ -361,7 +378,10 @@ class QueryEngine:
 
         stores = self.stores
         top_k = params.top_k
-        far = find_relations(stores, high, vectors[high], top_k, scope) if high else GraphLane()
+        # The relations' lexical search reads the whole question beside the themes: themes
+        # alone ("writer") match relations at random, the names around them do not.
+        wording = f"{high}, {question}" if high != question else high
+        far = find_relations(stores, wording, vectors[high], top_k, scope) if high else GraphLane()
         named = [params.question, *keywords.low_level]
         near = find_entities(stores, named, low, vectors[low], top_k, scope) if low else []
         limit = _FIRST_RELATION_READ
@@ -379,7 +399,12 @@ class QueryEngine:
         entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
 
         search = ChunkSearch(stores, question, vectors[question], scope)
-        ranked = self._rank_chunks(mode, search, entities, relations, params.chunk_top_k)
+        # Only relations the global lane found by their keywords cite chunks into the ranking:
+        # one-hop relations are ranked by degree, so their chunks lean to hubs (measured:
+        # local all_gold@10 0.69 with them, 0.90 without, on the dev set).
+        searched = {relation.record.pair for relation in far.relations}
+        found = [relation for relation in relations if relation.record.pair in searched]
+        ranked = self._rank_chunks(mode, search, entities, found, params.chunk_top_k)
         chunks = fetch_chunks(stores, ranked, scope)
         budget = chunk_budget(params, entities, relations, self.tokenizer)
         chunks = cut_chunks(chunks, budget, self.tokenizer)
@@ -418,12 +443,20 @@ class QueryEngine:
             dense, lexical = _keys(search.dense_hits(wide)), _keys(search.lexical_hits(wide))
             lanes += [Lane(dense), Lane(lexical)]
             prefer = {*dense, *lexical}
-        cited = [
-            cited_chunks(items, prefer)
-            for items in ([e.record for e in entities], [r.record for r in relations])
-            if items
+        sources = [
+            (records, weight)
+            for records, weight in (
+                ([e.record for e in entities], graph_weight),
+                ([r.record for r in relations], graph_weight),
+            )
+            if records
         ]
-        lanes += [Lane(ranked, graph_weight) for ranked in search.relevant_each(cited, wide)]
+        groups = [[cited_chunks([record], prefer) for record in records] for records, _ in sources]
+        unions = [[chunk for cited in group for chunk in cited] for group in groups]
+        rankings = search.relevant_each(unions, _RANKED_DEPTH)
+        for group, ranked, (_, weight) in zip(groups, rankings, sources, strict=True):
+            lanes.append(Lane(ranked[:wide], weight))
+            lanes.append(Lane(_best_per_item(group, ranked), weight * _ITEM_ORDER_WEIGHT))
         seeds = [key for key, _ in fuse(lanes)]
         lanes.append(Lane(search.bridge(seeds, wide), _BRIDGE_WEIGHT))
         return fuse(lanes)[:chunk_top_k]
