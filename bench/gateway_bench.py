@@ -402,10 +402,10 @@ def texts_embedded(question: str, mode: str, extractor: Any) -> list[str]:
         if not low_words and not high_words:
             low_words = (question.strip(),)
     lanes = Mode(mode)  # the engine's own table of which lanes a mode runs
-    low = ", ".join(low_words) if lanes.uses_entities else ""
-    high = ", ".join(high_words) if lanes.uses_relations else ""
-    wanted = question.strip() if lanes.uses_chunks else ""
-    return list(dict.fromkeys(text for text in (low, high, wanted) if text))
+    question = question.strip()  # every mode embeds it: graph chunks are ranked against it
+    low = (", ".join(low_words) or question) if lanes.uses_entities else ""
+    high = (", ".join(high_words) or question) if lanes.uses_relations else ""
+    return list(dict.fromkeys(text for text in (low, high, question) if text))
 
 
 def time_embeddings(
