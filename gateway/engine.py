@@ -20,14 +20,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from connectors.embeddings.base import Embedder
 from connectors.errors import store_outages
 from connectors.llm.client import ChatClient, DeltaStream, LLMError
 from connectors.stores import Stores
-from connectors.vectors.base import VectorHit
+from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.prompts import ChatMessage
 from gateway.context import (
     TokenCounter,
@@ -54,6 +54,7 @@ from gateway.retrieval import (
     fetch_chunks,
     find_entities,
     find_relations,
+    hit_keys,
 )
 from gateway.types import (
     MAX_QUESTION_CHARS,
@@ -80,10 +81,6 @@ _BRIDGE_WEIGHT = 0.7
 
 _RANKED_DEPTH = 300  # graph candidates ranked by relevance, at most
 _ITEM_ORDER_WEIGHT = 1.0
-
-
-def _keys(hits: Iterable[VectorHit]) -> list[str]:
-    return [hit.key for hit in hits]
 
 
 def _best_per_item(cited: Sequence[Sequence[str]], ranked: Sequence[str]) -> list[str]:
@@ -440,23 +437,20 @@ class QueryEngine:
         lanes: list[Lane[str]] = []
         prefer: set[str] = set()
         if mode.uses_chunks:  # mix
-            dense, lexical = _keys(search.dense_hits(wide)), _keys(search.lexical_hits(wide))
+            dense, lexical = hit_keys(search.dense_hits(wide)), hit_keys(search.lexical_hits(wide))
             lanes += [Lane(dense), Lane(lexical)]
             prefer = {*dense, *lexical}
-        sources = [
-            (records, weight)
-            for records, weight in (
-                ([e.record for e in entities], graph_weight),
-                ([r.record for r in relations], graph_weight),
-            )
-            if records
+        sources: list[list[EntityRecord | RelationRecord]] = [
+            [e.record for e in entities],
+            [r.record for r in relations],
         ]
-        groups = [[cited_chunks([record], prefer) for record in records] for records, _ in sources]
+        groups = [
+            [cited_chunks([record], prefer) for record in items] for items in sources if items
+        ]
         unions = [[chunk for cited in group for chunk in cited] for group in groups]
-        rankings = search.relevant_each(unions, _RANKED_DEPTH)
-        for group, ranked, (_, weight) in zip(groups, rankings, sources, strict=True):
-            lanes.append(Lane(ranked[:wide], weight))
-            lanes.append(Lane(_best_per_item(group, ranked), weight * _ITEM_ORDER_WEIGHT))
+        for group, ranked in zip(groups, search.relevant_each(unions, _RANKED_DEPTH), strict=True):
+            lanes.append(Lane(ranked[:wide], graph_weight))
+            lanes.append(Lane(_best_per_item(group, ranked), graph_weight * _ITEM_ORDER_WEIGHT))
         seeds = [key for key, _ in fuse(lanes)]
         lanes.append(Lane(search.bridge(seeds, wide), _BRIDGE_WEIGHT))
         return fuse(lanes)[:chunk_top_k]

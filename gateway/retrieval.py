@@ -90,10 +90,9 @@ class GraphLane:
 
     entities: tuple[RetrievedEntity, ...] = ()
     relations: tuple[RetrievedRelation, ...] = ()
-    more_relations: bool = False  # `relation_limit` left lower-ranked relations unread
 
 
-def _keys(hits: Iterable[VectorHit]) -> list[str]:
+def hit_keys(hits: Iterable[VectorHit]) -> list[str]:
     return [hit.key for hit in hits]
 
 
@@ -114,8 +113,10 @@ def find_entities(
     spans = [span for source in names_in for span in name_spans(source, STOPWORDS)]
     candidates = graph.get_entities(dict.fromkeys(span.key for span in spans))
     named = matched_names(spans, set(candidates))
-    dense = _keys(vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter()))
-    lexical = _keys(vectors.search_lexical(VectorKind.ENTITY, text, top_k, scope.vector_filter()))
+    dense = hit_keys(vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter()))
+    lexical = hit_keys(
+        vectors.search_lexical(VectorKind.ENTITY, text, top_k, scope.vector_filter())
+    )
     fused = fuse([Lane(named), Lane(dense), Lane(lexical)])[:top_k]
     records = {**candidates, **graph.get_entities(k for k, _ in fused if k not in candidates)}
     kept = [
@@ -176,7 +177,9 @@ def find_relations(
         source, target = hit.payload.get("source"), hit.payload.get("target")
         if isinstance(source, str) and isinstance(target, str) and source and target != source:
             pairs[hit.key] = relation_pair(source, target)
-    fused = [(pairs[key], score) for key, score in fuse([Lane(_keys(dense)), Lane(_keys(lexical))])]
+    fused = [
+        (pairs[key], score) for key, score in fuse([Lane(hit_keys(dense)), Lane(hit_keys(lexical))])
+    ]
     fused = fused[:top_k]
     if not fused:
         return GraphLane()
@@ -242,8 +245,8 @@ class ChunkSearch:
         if not among:
             return [[] for _ in groups]
         depth = min(len(among), limit * len(groups))
-        dense = _keys(self.dense_hits(depth, among))
-        lexical = _keys(self.lexical_hits(depth, among))
+        dense = hit_keys(self.dense_hits(depth, among))
+        lexical = hit_keys(self.lexical_hits(depth, among))
         ranked = [key for key, _ in fuse([Lane(dense), Lane(lexical)])]
         members = [set(group) for group in groups]
         return [[key for key in ranked if key in group][:limit] for group in members]
