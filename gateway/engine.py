@@ -48,13 +48,14 @@ from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.retrieval import (
     ChunkSearch,
     GraphLane,
+    OneHop,
     Scope,
     cited_chunks,
-    entity_relations,
     fetch_chunks,
     find_entities,
     find_relations,
     hit_keys,
+    one_hop,
 )
 from gateway.types import (
     MAX_QUESTION_CHARS,
@@ -73,7 +74,7 @@ from gateway.types import (
 
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
-_FIRST_RELATION_READ = 256  # local-mode relations read in full before the budget is known
+_FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known (then 4x)
 _MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
 _MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's own searches
 _BRIDGE_WEIGHT = 0.7
@@ -381,17 +382,21 @@ class QueryEngine:
         far = find_relations(stores, wording, vectors[high], top_k, scope) if high else GraphLane()
         named = [params.question, *keywords.low_level]
         near = find_entities(stores, named, low, vectors[low], top_k, scope) if low else []
-        limit = _FIRST_RELATION_READ
+        hop = one_hop(stores, near) if near else OneHop()
+        local: list[RetrievedRelation] = []
+        read, size = 0, _FIRST_RELATION_READ
         while True:
-            local, more = entity_relations(stores, near, scope, limit) if near else ([], False)
+            end = hop.slice_end(read, size)
+            local += hop.read(stores, read, end, scope)
+            read = end
             merged = round_robin([local, far.relations], key=lambda r: r.record.pair)
             relations = cut_by_tokens(
                 merged, relation_line, params.max_relation_tokens, self.tokenizer
             )
             kept = {relation.record.pair for relation in relations}
-            if not more or any(r.record.pair not in kept for r in local):
+            if read >= len(hop.pairs) or any(r.record.pair not in kept for r in local):
                 break  # the budget cut before the end of what was read: more cannot matter
-            limit *= 4
+            size *= 4
         entities = round_robin([near, far.entities], key=lambda e: e.record.key)
         entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
 

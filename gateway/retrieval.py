@@ -6,8 +6,8 @@ name, number or rare word is found even when the embedding misses it.
 
 - `find_entities` (local): entity names the question spells out, looked up by exact key
   first (gateway/names.py), then entity vectors and lexical matches of the low-level
-  keywords; `entity_relations` adds their one-hop relations ranked by (edge degree,
-  weight) descending (LightRAG's ``_get_node_data``).
+  keywords; `one_hop` / `OneHop.read` add their one-hop relations ranked by (edge
+  degree, weight) descending (LightRAG's ``_get_node_data``), read in slices.
 - `find_relations` (global): relation vectors and lexical matches of the high-level
   keywords, then their endpoint entities (LightRAG's ``_get_edge_data``).
 - `ChunkSearch`: chunk vectors and lexical matches of the question (naive: vectors only).
@@ -128,6 +128,54 @@ def find_entities(
     return [RetrievedEntity(record, score, degrees[record.key]) for record, score in kept]
 
 
+@dataclass(frozen=True)
+class OneHop:
+    """The one-hop relations of some entities as pairs ranked by edge degree (the sum of
+    the endpoints' degrees, LightRAG's ``_get_node_data`` rank), best first, ties in
+    entity then pair order; read them in slices (`read`), since the token budget keeps
+    a few dozen of a hub's hundreds and ranking needs only the degrees."""
+
+    pairs: tuple[RelationPair, ...] = ()
+    degrees: dict[RelationPair, int] = field(default_factory=dict)
+
+    def slice_end(self, start: int, size: int) -> int:
+        """Where a slice of about `size` pairs from `start` ends: never inside a group of
+        equal degree, so sorting each slice by (degree, weight) sorts the whole."""
+        end = min(start + size, len(self.pairs))
+        if end <= start:
+            return end
+        boundary = self.degrees[self.pairs[end - 1]]
+        while end < len(self.pairs) and self.degrees[self.pairs[end]] == boundary:
+            end += 1
+        return end
+
+    def read(self, stores: Stores, start: int, end: int, scope: Scope) -> list[RetrievedRelation]:
+        """The relations of `pairs[start:end]` in scope, by (edge degree, weight)."""
+        pairs = self.pairs[start:end]
+        relations = stores.graph.get_relations(pairs)
+        found = [
+            RetrievedRelation(record=relations[pair], score=0.0, degree=self.degrees[pair])
+            for pair in pairs
+            if pair in relations
+            and scope.admits(relations[pair].doc_ids, relations[pair].file_paths)
+        ]
+        found.sort(key=lambda r: (r.degree, r.record.weight), reverse=True)  # stable
+        return found
+
+
+def one_hop(stores: Stores, entities: Sequence[RetrievedEntity]) -> OneHop:
+    """The entities' one-hop relation pairs, ranked (one round trip for the degrees)."""
+    neighbours = stores.graph.get_neighbours(entity.record.key for entity in entities)
+    degrees: dict[RelationPair, int] = {}
+    for entity in entities:
+        key = entity.record.key
+        around = neighbours.get(key, [])
+        for other, other_degree in around:
+            degrees.setdefault(relation_pair(key, other), len(around) + other_degree)
+    pairs = sorted(degrees, key=degrees.__getitem__, reverse=True)  # stable: ties keep order
+    return OneHop(tuple(pairs), degrees)
+
+
 def entity_relations(
     stores: Stores,
     entities: Sequence[RetrievedEntity],
@@ -135,33 +183,11 @@ def entity_relations(
     relation_limit: int | None = None,
 ) -> tuple[list[RetrievedRelation], bool]:
     """The entities' one-hop relations ranked by (edge degree, weight), and whether
-    `relation_limit` left lower-ranked relations unread.
-
-    Hub entities can have thousands of relations, most of which the token budget will
-    cut. Ranking needs only degrees (cheap integers), so with a `relation_limit` only
-    the top relations by degree (ties at the boundary included, so the (degree, weight)
-    order stays exact) are read in full.
-    """
-    graph = stores.graph
-    edges = graph.edges_of(entity.record.key for entity in entities)
-    pairs = list(
-        dict.fromkeys(pair for entity in entities for pair in edges.get(entity.record.key, []))
-    )
-    edge_degrees = graph.edge_degrees(pairs)
-    pairs.sort(key=lambda pair: edge_degrees[pair], reverse=True)  # stable: ties keep order
-    more = relation_limit is not None and len(pairs) > relation_limit
-    if relation_limit is not None and more:
-        boundary = edge_degrees[pairs[relation_limit - 1]]
-        pairs = [pair for pair in pairs if edge_degrees[pair] >= boundary]
-        more = len(pairs) < len(edge_degrees)
-    relations = graph.get_relations(pairs)
-    found = [
-        RetrievedRelation(record=relations[pair], score=0.0, degree=edge_degrees[pair])
-        for pair in pairs
-        if pair in relations and scope.admits(relations[pair].doc_ids, relations[pair].file_paths)
-    ]
-    found.sort(key=lambda r: (r.degree, r.record.weight), reverse=True)  # stable: ties keep order
-    return found, more
+    `relation_limit` left lower-ranked relations unread (ties at the limit are read,
+    so the order stays exact)."""
+    hop = one_hop(stores, entities)
+    end = len(hop.pairs) if relation_limit is None else hop.slice_end(0, relation_limit)
+    return hop.read(stores, 0, end, scope), end < len(hop.pairs)
 
 
 def find_relations(
@@ -225,12 +251,22 @@ class ChunkSearch:
 
     def dense_hits(self, limit: int, among: Sequence[str] | None = None) -> list[VectorHit]:
         return self.stores.vectors.search(
-            VectorKind.CHUNK, self.vector, limit, self.scope.vector_filter(), among
+            VectorKind.CHUNK,
+            self.vector,
+            limit,
+            self.scope.vector_filter(),
+            among,
+            with_payload=False,
         )
 
     def lexical_hits(self, limit: int, among: Sequence[str] | None = None) -> list[VectorHit]:
         return self.stores.vectors.search_sparse(
-            VectorKind.CHUNK, self.lexical, limit, self.scope.vector_filter(), among
+            VectorKind.CHUNK,
+            self.lexical,
+            limit,
+            self.scope.vector_filter(),
+            among,
+            with_payload=False,
         )
 
     def relevant(self, candidates: Sequence[str], limit: int) -> list[str]:

@@ -38,6 +38,7 @@ which shares the server's API) here, and `EdgeVectorStore` (Qdrant Edge in-proce
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import math
 import re
@@ -74,6 +75,8 @@ PATH_PREFIXES_FIELD = "_kg_path_prefixes"
 METADATA_FORMAT = "kgstream-vectors/2"  # /2: with the lexical sparse vector
 _OLDER_FORMATS = ("kgstream-vectors/1",)
 LEXICAL_VECTOR = "lexical"
+SEARCH_PAYLOAD_OMITS = (DOC_IDS_FIELD, CHUNK_IDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
+"""Indexed fields a search never returns (filters use them; hits do not)."""
 
 
 class VectorKind(enum.Enum):
@@ -227,9 +230,13 @@ class VectorStore(Protocol):
         top_k: int,
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """The `top_k` most cosine-similar points, score descending, ties by key;
-        with `keys`, only among those points (missing keys are ignored)."""
+        with `keys`, only among those points (missing keys are ignored). With
+        `with_payload` False the hits carry their keys and scores only (an empty
+        payload), which is cheaper to read back."""
         ...
 
     def search_lexical(
@@ -239,6 +246,8 @@ class VectorStore(Protocol):
         top_k: int,
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """The `top_k` best BM25-style matches of `text` (IDF over the live collection),
         score descending, ties by key; only points sharing a term score. `[]` when `text`
@@ -257,6 +266,8 @@ class VectorStore(Protocol):
         top_k: int,
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """`search_lexical` with a query made by `lexical_query`."""
         ...
@@ -285,8 +296,10 @@ class VectorStore(Protocol):
         ...
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def point_id(kind: VectorKind, key: str) -> str:
-    """The Qdrant point id of a key: a UUID string, the same on every machine and run."""
+    """The Qdrant point id of a key: a UUID string, the same on every machine and run.
+    Cached: a search restricted to a thousand candidate chunks needs a thousand ids."""
     return str(uuid.uuid5(KGSTREAM_POINT_NAMESPACE, f"{kind.value}:{key}"))
 
 
@@ -459,10 +472,14 @@ class BaseVectorStore(ABC):
         limit: int,
         conditions: list[tuple[str, list[str]]],
         ids: list[str] | None,
+        with_payload: bool,
     ) -> list[RawHit]:
         """At most `limit` hits, score descending (ties in any order): by cosine for a
         dense query, by the lexical vector (IDF applied) for a sparse one; `ids` None
-        means every point, else only those point ids."""
+        means every point, else only those point ids. Each hit's payload holds
+        `KEY_FIELD` and, with `with_payload`, the caller's fields (`SEARCH_PAYLOAD_OMITS`
+        are never needed from a search: reading their long lists back is most of a
+        search's cost)."""
 
     @abstractmethod
     def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]: ...
@@ -535,10 +552,12 @@ class BaseVectorStore(ABC):
         top_k: int,
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         self._name(kind)
         query = self._checked_vector(kind, "<query>", vector).tolist()
-        return self._ranked(kind, query, top_k, filter, keys)
+        return self._ranked(kind, query, top_k, filter, keys, with_payload)
 
     def search_lexical(
         self,
@@ -547,8 +566,11 @@ class BaseVectorStore(ABC):
         top_k: int,
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
-        return self.search_sparse(kind, self.lexical_query(kind, text), top_k, filter, keys)
+        query = self.lexical_query(kind, text)
+        return self.search_sparse(kind, query, top_k, filter, keys, with_payload=with_payload)
 
     def lexical_query(self, kind: VectorKind, text: str) -> SparseVector:
         name = self._name(kind)
@@ -565,11 +587,13 @@ class BaseVectorStore(ABC):
         top_k: int,
         filter: VectorFilter | None = None,
         keys: Iterable[str] | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         self._name(kind)
         if not query:
             return []
-        return self._ranked(kind, query, top_k, filter, keys)
+        return self._ranked(kind, query, top_k, filter, keys, with_payload)
 
     def _ranked(
         self,
@@ -578,6 +602,7 @@ class BaseVectorStore(ABC):
         top_k: int,
         filter: VectorFilter | None,
         keys: Iterable[str] | None,
+        with_payload: bool,
     ) -> list[VectorHit]:
         name = self._name(kind)
         if top_k < 1:
@@ -590,12 +615,17 @@ class BaseVectorStore(ABC):
         # ties may have been cut arbitrarily, so widen until the tie group is complete.
         limit = top_k + 1
         while True:
-            raw = self._query(name, query, limit, conditions, ids)
+            raw = self._query(name, query, limit, conditions, ids, with_payload)
             if len(raw) < limit or raw[-1].score < raw[top_k - 1].score:
                 break
             limit *= 2
         hits = [
-            VectorHit(kind, str(hit.payload[KEY_FIELD]), hit.score, strip_index_fields(hit.payload))
+            VectorHit(
+                kind,
+                str(hit.payload[KEY_FIELD]),
+                hit.score,
+                strip_index_fields(hit.payload) if with_payload else {},
+            )
             for hit in raw
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.key))

@@ -33,7 +33,9 @@ import numpy as np
 import qdrant_edge as edge
 
 from connectors.vectors.base import (
+    KEY_FIELD,
     LEXICAL_VECTOR,
+    SEARCH_PAYLOAD_OMITS,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -45,6 +47,8 @@ from connectors.vectors.base import (
 from dataflow.core.lexical import SparseVector
 
 _RECORD_FILE = "kgstream.json"
+_SEARCH_PAYLOAD = edge.PayloadSelector.Exclude(list(SEARCH_PAYLOAD_OMITS))
+_KEY_ONLY = edge.PayloadSelector.Include([KEY_FIELD])
 _SHARD_DIR = "shard"
 
 
@@ -146,6 +150,7 @@ class EdgeVectorStore(BaseVectorStore):
         limit: int,
         conditions: list[tuple[str, list[str]]],
         ids: list[str] | None,
+        with_payload: bool,
     ) -> list[RawHit]:
         must: list[Any] = [
             edge.FieldCondition(key=field, match=edge.MatchAny(any=values))
@@ -165,7 +170,7 @@ class EdgeVectorStore(BaseVectorStore):
                 limit=limit,
                 query=nearest,
                 filter=query_filter,
-                with_payload=True,
+                with_payload=_SEARCH_PAYLOAD if with_payload else _KEY_ONLY,
                 params=self._search_params,
             )
         )

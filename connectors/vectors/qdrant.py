@@ -9,7 +9,9 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from connectors.vectors.base import (
+    KEY_FIELD,
     LEXICAL_VECTOR,
+    SEARCH_PAYLOAD_OMITS,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -129,7 +131,13 @@ class QdrantClientVectorStore(BaseVectorStore):
         limit: int,
         conditions: list[tuple[str, list[str]]],
         ids: list[str] | None,
+        with_payload: bool,
     ) -> list[RawHit]:
+        selector: models.PayloadSelector = (
+            models.PayloadSelectorExclude(exclude=list(SEARCH_PAYLOAD_OMITS))
+            if with_payload
+            else models.PayloadSelectorInclude(include=[KEY_FIELD])
+        )
         must: list[Any] = [
             models.FieldCondition(key=field, match=models.MatchAny(any=values))
             for field, values in conditions
@@ -144,7 +152,7 @@ class QdrantClientVectorStore(BaseVectorStore):
                 using=LEXICAL_VECTOR,
                 limit=limit,
                 query_filter=query_filter,
-                with_payload=True,
+                with_payload=selector,
             )
         else:
             response = self.client.query_points(
@@ -153,7 +161,7 @@ class QdrantClientVectorStore(BaseVectorStore):
                 using="",
                 limit=limit,
                 query_filter=query_filter,
-                with_payload=True,
+                with_payload=selector,
             )
         return [RawHit(point.score, point.payload or {}) for point in response.points]
 

@@ -516,3 +516,30 @@ def test_a_chunk_filter_finds_the_points_that_cite_those_chunks(store: BaseVecto
 
     assert keys(hits) == ["e-both", "e-one"]
     assert hits[0].payload["chunk_ids"] == ["c1", "c2"]
+
+
+def test_hits_without_payload_carry_the_same_keys_and_scores_and_an_empty_payload(
+    store: BaseVectorStore,
+) -> None:
+    store.upsert(
+        [
+            lexical_chunk("c-a", "Saltglass storage at the lab"),
+            lexical_chunk("c-b", "the Saltglass programme"),
+            lexical_chunk("c-c", "wind turbines offshore"),
+        ]
+    )
+    vector = unit(1, 0)
+    query = store.lexical_query(VectorKind.CHUNK, "Saltglass lab")
+    searches = [
+        lambda with_payload: store.search(
+            VectorKind.CHUNK, vector, 3, keys=["c-a", "c-c"], with_payload=with_payload
+        ),
+        lambda with_payload: store.search_sparse(
+            VectorKind.CHUNK, query, 3, with_payload=with_payload
+        ),
+    ]
+    for search in searches:
+        full, bare = search(True), search(False)
+        assert full and [(h.key, h.score) for h in bare] == [(h.key, h.score) for h in full]
+        assert all(hit.payload == {} for hit in bare)
+        assert full[0].payload["file_path"] == "a.md"
