@@ -19,8 +19,8 @@ never end or open a hash tag)::
     kg:<ws>:doc:{E(doc_id)}           hash     DocumentRecord + created_at, updated_at
     kg:<ws>:docstatus:<STATUS>        zset     doc ids with that status (score 0: id order)
 
-List fields (source chunk ids, file paths, keywords, chunk ids) are JSON arrays;
-floats are stored as `repr` so they read back exactly.
+List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
+arrays; floats are stored as `repr` so they read back exactly.
 
 Cluster caveat: the hash tags put an entity, its adjacency set and the relations
 it is the source of in one slot, which is what a Redis Cluster needs to spread
@@ -183,6 +183,7 @@ def _entity_fields(record: EntityRecord) -> HashFields:
         "source_chunk_ids": _dump_list(record.source_chunk_ids),
         "file_paths": _dump_list(record.file_paths),
         "doc_ids": _dump_list(record.doc_ids),
+        "aliases": _dump_list(record.aliases),
     }
 
 
@@ -195,6 +196,7 @@ def _entity_from(fields: dict[str, str]) -> EntityRecord:
         source_chunk_ids=_load_list(fields["source_chunk_ids"]),
         file_paths=_load_list(fields["file_paths"]),
         doc_ids=_load_list(fields["doc_ids"]),
+        aliases=_load_list(fields.get("aliases", "[]")),  # absent: written before aliases
     )
 
 
