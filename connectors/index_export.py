@@ -30,6 +30,7 @@ def read_graph(graph: GraphStore) -> IndexSnapshot:
             d.record.doc_id: d.record
             for d in sorted(graph.iter_documents(), key=lambda d: d.record.doc_id)
         },
+        aliases=dict(sorted(graph.iter_aliases())),
     )
 
 

@@ -5,15 +5,17 @@ Dense search over `name + description` ranks "Hey Adam" or "Tough" above "Adam S
 the keyword "Adam Smith"; an exact look-up cannot. Every run of up to `MAX_NAME_WORDS`
 words that neither starts nor ends with a stopword is a candidate; its entity key
 (`dataflow.core.naming.entity_key`: case-folded, NFKC, single spaces) is looked up in the
-graph store, one round trip for all of them. Matches are ranked longest first, and a
-match inside a longer one ("Gap" in "Big Stone Gap") is dropped: the longer name is the
-one the question means.
+graph store both as an entity key and as an alias (the short forms and speaker labels
+the extractor resolved: "Adam", "AdamSmith"), one round trip for all of them. Matches
+are ranked longest first, and a match inside a longer one ("Gap" in "Big Stone Gap") is
+dropped: the longer name is the one the question means. `named_entities` then lists
+the exact names first and the entities behind matched aliases after them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dataflow.core.naming import entity_key
@@ -69,3 +71,22 @@ def matched_names(spans: Iterable[NameSpan], known: set[str]) -> list[str]:
         if span.key not in keys:
             keys.append(span.key)
     return keys
+
+
+def named_entities(
+    matched: Sequence[str],
+    entities: Collection[str],
+    aliases: Mapping[str, Sequence[str]],
+    degrees: Mapping[str, int],
+) -> list[str]:
+    """The entity keys that the `matched` span keys name: exact entity names first (in
+    match order), then the entities carrying a matched alias. An alias carried by several
+    entities ("Adam" for Adam Smith and Adam Jones) names all of them, the best connected
+    first (most relations, by `degrees`; then by key), since it is the likelier referent."""
+    exact = [key for key in matched if key in entities]
+    by_alias = [
+        entity
+        for key in matched
+        for entity in sorted(aliases.get(key, ()), key=lambda e: (-degrees.get(e, 0), e))
+    ]
+    return list(dict.fromkeys((*exact, *by_alias)))

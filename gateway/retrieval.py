@@ -5,9 +5,9 @@ similarity of embeddings, and lexical (BM25-style) matches of the words, so an e
 name, number or rare word is found even when the embedding misses it.
 
 - `find_entities` (local): entity names the question spells out, looked up by exact key
-  first (gateway/names.py), then entity vectors and lexical matches of the low-level
-  keywords; `one_hop` / `OneHop.read` add their one-hop relations ranked by (edge
-  degree, weight) descending (LightRAG's ``_get_node_data``), read in slices.
+  and by alias first (gateway/names.py), then entity vectors and lexical matches of the
+  low-level keywords; `one_hop` / `OneHop.read` add their one-hop relations ranked by
+  (edge degree, weight) descending (LightRAG's ``_get_node_data``), read in slices.
 - `find_relations` (global): relation vectors and lexical matches of the high-level
   keywords, then their endpoint entities (LightRAG's ``_get_edge_data``).
 - `ChunkSearch`: chunk vectors and lexical matches of the question (naive: vectors only).
@@ -39,7 +39,7 @@ from dataflow.core.contributions import EntityRecord, RelationPair, RelationReco
 from dataflow.core.lexical import STOPWORDS, SparseVector
 from dataflow.core.naming import relation_pair
 from gateway.fusion import Lane, fuse
-from gateway.names import matched_names, name_spans
+from gateway.names import matched_names, name_spans, named_entities
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
 
 CITED_PER_ITEM = 50
@@ -107,12 +107,14 @@ def find_entities(
     top_k: int,
     scope: Scope,
 ) -> list[RetrievedEntity]:
-    """Entities named in `names_in` (exact keys), then by vector and lexical match of
-    `text`, fused by rank; score = the fused score."""
+    """Entities named in `names_in` (exact keys, then aliases), then by vector and lexical
+    match of `text`, fused by rank; score = the fused score."""
     graph, vectors = stores.graph, stores.vectors
     spans = [span for source in names_in for span in name_spans(source, STOPWORDS)]
-    candidates = graph.get_entities(dict.fromkeys(span.key for span in spans))
-    named = matched_names(spans, set(candidates))
+    candidates, aliases = graph.lookup_names(span.key for span in spans)
+    matched = matched_names(spans, {*candidates, *aliases})
+    shared = [key for alias in matched if len(aliases.get(alias, ())) > 1 for key in aliases[alias]]
+    named = named_entities(matched, candidates, aliases, graph.node_degrees(shared))
     dense = hit_keys(vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter()))
     lexical = hit_keys(
         vectors.search_lexical(VectorKind.ENTITY, text, top_k, scope.vector_filter())

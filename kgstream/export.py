@@ -45,7 +45,7 @@ def write_json(data: dict[str, Any], output: Path) -> None:
     output.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
 
 
-_NODE_KEYS = ("name", "type", "description", "source_chunk_ids", "file_paths", "doc_ids")
+_NODE_KEYS = ("name", "type", "description", "aliases", "source_chunk_ids", "file_paths", "doc_ids")
 _EDGE_KEYS = ("keywords", "description", "weight", "source_chunk_ids", "file_paths", "doc_ids")
 
 

@@ -14,17 +14,26 @@ never end or open a hash tag)::
     kg:<ws>:version                   string   index version (INCR once per batch)
     kg:<ws>:ent:{E(key)}              hash     EntityRecord
     kg:<ws>:adj:{E(key)}              set      neighbour entity keys (degree = SCARD)
+    kg:<ws>:alias:{E(alias)}          set      keys of the entities whose aliases hold it
     kg:<ws>:rel:{E(source)}:E(target) hash     RelationRecord (source < target)
     kg:<ws>:chunk:{E(chunk_id)}       hash     Chunk
     kg:<ws>:doc:{E(doc_id)}           hash     DocumentRecord + created_at, updated_at
     kg:<ws>:docstatus:<STATUS>        zset     doc ids with that status (score 0: id order)
 
-List fields (source chunk ids, file paths, keywords, chunk ids) are JSON arrays;
-floats are stored as `repr` so they read back exactly.
+List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
+arrays; floats are stored as `repr` so they read back exactly.
+
+The alias index is kept exact the way adjacency is: in the same MULTI/EXEC as the
+records it follows. Adjacency needs no read, since a relation upsert or delete says
+which edge to add or drop; an entity upsert only says its new aliases, so a script
+in the transaction reads the aliases stored in the entity's hash, removes the entity
+from the alias sets it no longer has, and adds it to the rest (a delete is an upsert
+to no aliases). An entity hash written before aliases existed has no `aliases` field
+and counts as none.
 
 Cluster caveat: the hash tags put an entity, its adjacency set and the relations
 it is the source of in one slot, which is what a Redis Cluster needs to spread
-the graph over nodes. But MULTI/EXEC (and the neighbour script) may only span
+the graph over nodes. But MULTI/EXEC (and the neighbour and alias scripts) may only span
 one slot there, so `apply` and `get_neighbours` as written need a single Redis
 node (standalone or a primary with replicas). On a cluster, batches would have
 to be split into per-slot groups, losing cross-slot atomicity: future work.
@@ -54,6 +63,8 @@ HashFields = dict[FieldT, EncodableT]
 
 _WORKSPACE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D"})
+_UNESCAPES = {"%25": "%", "%7B": "{", "%7D": "}"}
+_UNESCAPE = re.compile("%25|%7B|%7D")
 _SCAN_BATCH = 500
 
 # For each entity key in ARGV[2..]: its neighbours, each followed by the
@@ -73,6 +84,32 @@ for i = 2, #ARGV do
   out[#out + 1] = row
 end
 return out
+"""
+
+# For each (entity key, JSON array of its new alias keys) in ARGV[2..]: move the entity
+# from the alias sets of the aliases stored in its hash to those of the new ones. Run in
+# the transaction before the entity hashes are written or deleted; same escaping as
+# `_escape`.
+_ALIASES_SCRIPT = """
+local prefix = ARGV[1]
+local escapes = {["%"] = "%25", ["{"] = "%7B", ["}"] = "%7D"}
+local function tagged(kind, text)
+  return prefix .. kind .. ":{" .. string.gsub(text, "[%%{}]", escapes) .. "}"
+end
+for i = 2, #ARGV, 2 do
+  local key = ARGV[i]
+  local new = cjson.decode(ARGV[i + 1])
+  local kept = {}
+  for _, alias in ipairs(new) do kept[alias] = true end
+  local stored = redis.call("HGET", tagged("ent", key), "aliases")
+  if stored then
+    for _, alias in ipairs(cjson.decode(stored)) do
+      if not kept[alias] then redis.call("SREM", tagged("alias", alias), key) end
+    end
+  end
+  for _, alias in ipairs(new) do redis.call("SADD", tagged("alias", alias), key) end
+end
+return 0
 """
 
 
@@ -120,6 +157,10 @@ def _escape(text: str) -> str:
     return text.translate(_ESCAPES)
 
 
+def _unescape(text: str) -> str:
+    return _UNESCAPE.sub(lambda match: _UNESCAPES[match.group(0)], text)
+
+
 def _dump_list(values: Sequence[str]) -> str:
     return json.dumps(list(values), ensure_ascii=False)
 
@@ -144,12 +185,20 @@ class KeyLayout:
         self.prefix = f"kg:{workspace}:"
         self.version = self.prefix + "version"
         self.adjacency_prefix = self.prefix + "adj:{"
+        self.alias_prefix = self.prefix + "alias:{"
 
     def entity(self, key: str) -> str:
         return f"{self.prefix}ent:{{{_escape(key)}}}"
 
     def adjacency(self, key: str) -> str:
         return f"{self.adjacency_prefix}{_escape(key)}}}"
+
+    def alias(self, alias: str) -> str:
+        return f"{self.alias_prefix}{_escape(alias)}}}"
+
+    def alias_of(self, redis_key: str) -> str:
+        """The alias an alias-set key names (the inverse of `alias`)."""
+        return _unescape(redis_key[len(self.alias_prefix) : -1])
 
     def relation(self, pair: Pair) -> str:
         return f"{self.prefix}rel:{{{_escape(pair[0])}}}:{_escape(pair[1])}"
@@ -183,6 +232,7 @@ def _entity_fields(record: EntityRecord) -> HashFields:
         "source_chunk_ids": _dump_list(record.source_chunk_ids),
         "file_paths": _dump_list(record.file_paths),
         "doc_ids": _dump_list(record.doc_ids),
+        "aliases": _dump_list(record.aliases),
     }
 
 
@@ -195,6 +245,7 @@ def _entity_from(fields: dict[str, str]) -> EntityRecord:
         source_chunk_ids=_load_list(fields["source_chunk_ids"]),
         file_paths=_load_list(fields["file_paths"]),
         doc_ids=_load_list(fields["doc_ids"]),
+        aliases=_load_list(fields.get("aliases", "[]")),  # absent: written before aliases
     )
 
 
@@ -282,6 +333,12 @@ def _document_from(fields: dict[str, str]) -> StoredDocument:
     )
 
 
+def _aliases_from(wanted: Sequence[str], members: Sequence[set[str]]) -> dict[str, list[str]]:
+    return {
+        alias: sorted(entities) for alias, entities in zip(wanted, members, strict=True) if entities
+    }
+
+
 # -- batch validation --------------------------------------------------------
 
 
@@ -337,6 +394,18 @@ def _adjacency_changes(layout: KeyLayout, pairs: Iterable[Pair]) -> dict[str, li
     return changes
 
 
+def _update_alias_index(pipe: Pipeline, layout: KeyLayout, batch: GraphBatch) -> None:
+    """Queue the alias script for every entity the batch writes or deletes (before the
+    entity hashes change, since it reads the aliases stored there)."""
+    changes: list[str] = []
+    for entity in batch.entity_upserts:
+        changes += [entity.key, _dump_list(entity.aliases)]
+    for key in batch.entity_deletes:
+        changes += [key, "[]"]
+    if changes:
+        pipe.eval(_ALIASES_SCRIPT, 0, layout.prefix, *changes)
+
+
 class GraphStore:
     """The graph state of one workspace in Redis.
 
@@ -379,8 +448,9 @@ class GraphStore:
 
         Returns the new version. `now` (seconds since the epoch; default the
         wall clock) becomes documents' `updated_at`, and `created_at` on their
-        first write. Adjacency follows relation upserts and deletes. Deleting an
-        entity does not touch its relations: the dataflow deletes those itself
+        first write. Adjacency follows relation upserts and deletes, and the
+        alias index entity upserts and deletes (see the module docstring). Deleting
+        an entity does not touch its relations: the dataflow deletes those itself
         (edge repair), in the same batch.
         """
         _check_batch(batch)
@@ -391,6 +461,7 @@ class GraphStore:
         _delete(pipe, [keys.relation(pair) for pair in removed_pairs])
         for adjacency, members in _adjacency_changes(keys, removed_pairs).items():
             pipe.srem(adjacency, *members)
+        _update_alias_index(pipe, keys, batch)
         _delete(pipe, [keys.entity(key) for key in batch.entity_deletes])
         _delete(pipe, [keys.chunk(chunk_id) for chunk_id in batch.chunk_deletes])
         _delete(pipe, [keys.document(doc_id) for doc_id in batch.document_deletes])
@@ -471,6 +542,33 @@ class GraphStore:
             k: _entity_from(row) for k, row in zip(ends, rows[len(wanted) :], strict=True) if row
         }
         return relations, entities
+
+    def entities_by_alias(self, keys: Iterable[str]) -> dict[str, list[str]]:
+        """The keys that are aliases, each with the (sorted) keys of the entities
+        carrying it; keys that are no one's alias are left out."""
+        wanted = list(dict.fromkeys(keys))
+        pipe = self._client.pipeline(transaction=False)
+        for key in wanted:
+            pipe.smembers(self.keys.alias(key))
+        return _aliases_from(wanted, pipe.execute() if wanted else [])
+
+    def lookup_names(
+        self, keys: Iterable[str]
+    ) -> tuple[dict[str, EntityRecord], dict[str, list[str]]]:
+        """Each key both as an entity key and as an alias, in one round trip: what
+        `get_entities` and `entities_by_alias` return for them."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}, {}
+        pipe = self._client.pipeline(transaction=False)
+        for key in wanted:
+            pipe.hgetall(self.keys.entity(key))
+        for key in wanted:
+            pipe.smembers(self.keys.alias(key))
+        replies = pipe.execute()
+        rows, members = replies[: len(wanted)], replies[len(wanted) :]
+        entities = {k: _entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
+        return entities, _aliases_from(wanted, members)
 
     def node_degrees(self, keys: Iterable[str]) -> dict[str, int]:
         """Number of relations touching each key (0 for unknown keys)."""
@@ -596,6 +694,16 @@ class GraphStore:
     def iter_relations(self) -> Iterator[RelationRecord]:
         return (_relation_from(row) for row in self._scan_hashes("rel"))
 
+    def iter_aliases(self) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """Every alias with the sorted keys of the entities carrying it, in no set order."""
+        for keys in self._scan_keys("alias"):
+            pipe = self._client.pipeline(transaction=False)
+            for key in keys:
+                pipe.smembers(key)
+            for key, members in zip(keys, pipe.execute(), strict=True):
+                if members:
+                    yield self.keys.alias_of(key), tuple(sorted(members))
+
     def iter_chunks(self) -> Iterator[Chunk]:
         return (_chunk_from(row) for row in self._scan_hashes("chunk"))
 
@@ -613,7 +721,12 @@ class GraphStore:
         return list(pipe.execute())
 
     def _scan_hashes(self, kind: str) -> Iterator[dict[str, str]]:
-        """Every hash of one kind, each once (SCAN may repeat keys), in no set order."""
+        """Every hash of one kind, each once, in no set order."""
+        for keys in self._scan_keys(kind):
+            yield from (row for row in self._hgetall_many(keys) if row)
+
+    def _scan_keys(self, kind: str) -> Iterator[list[str]]:
+        """Every key of one kind, each once (SCAN may repeat keys), in batches."""
         seen: set[str] = set()
         pending: list[str] = []
         for key in self._client.scan_iter(match=self.keys.pattern(kind), count=1000):
@@ -622,6 +735,7 @@ class GraphStore:
             seen.add(key)
             pending.append(key)
             if len(pending) >= _SCAN_BATCH:
-                yield from (row for row in self._hgetall_many(pending) if row)
+                yield pending
                 pending = []
-        yield from (row for row in self._hgetall_many(pending) if row)
+        if pending:
+            yield pending

@@ -37,6 +37,9 @@ class EntityFragment:
 
     `type` is None when the chunk only named the entity as a relation endpoint:
     such a fragment keeps the entity alive but takes no part in the type vote.
+    `aliases` are the keys of the other names the chunk resolved to this entity
+    (sorted, never the entity's own key); an endpoint mention carries none. The
+    default keeps fragments pickled before aliases existed readable.
     """
 
     name: str
@@ -45,6 +48,7 @@ class EntityFragment:
     chunk_id: str
     file_path: str
     doc_id: str
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContri
             chunk_id=chunk.chunk_id,
             file_path=chunk.file_path,
             doc_id=chunk.doc_id,
+            aliases=alias_keys(key, entity.aliases),
         )
         entities[(key, chunk.chunk_id)] = EntityContribution(key, chunk.chunk_id, fragment)
     relations: list[RelationContribution] = []
@@ -145,6 +150,12 @@ def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContri
     return ChunkContributions(chunk.chunk_id, ordered_entities, ordered_relations)
 
 
+def alias_keys(key: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The entity keys of an entity's alias names: sorted, distinct, without empty keys
+    and without `key` itself (a surface form that normalises to the name is no alias)."""
+    return tuple(sorted({alias for name in names if (alias := entity_key(name)) != key} - {""}))
+
+
 def apply(state: Mapping[str, F], contribution_id: str, fragment: F) -> dict[str, F]:
     """Add (or replace) one contribution. Idempotent: applying twice equals once."""
     return {**state, contribution_id: fragment}
@@ -167,6 +178,8 @@ class EntityRecord:
     source_chunk_ids: tuple[str, ...]
     file_paths: tuple[str, ...]
     doc_ids: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    """Alias keys: the union of the live fragments' aliases, sorted, never `key`."""
 
     @property
     def embedding_text(self) -> str:
@@ -283,6 +296,7 @@ class Renderer:
             source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
             file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
             doc_ids=tuple(sorted({f.doc_id for f in fragments})),
+            aliases=tuple(sorted({a for f in fragments for a in f.aliases} - {key})),
         )
 
     def relation(self, pair: RelationPair, state: RelationState) -> RelationRecord | None:

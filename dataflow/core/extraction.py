@@ -3,11 +3,16 @@
 Both extractors (the LLM one and the offline one) produce these records; the
 parser turns model output into them. Names are as extracted (display form);
 identity is decided later by `naming.entity_key`.
+
+An entity's `aliases` are the other surface forms of the same chunk that the
+extractor resolved to it ("Adam" and the speaker label "AdamSmith" for "Adam
+Smith"). Only the offline extractor resolves short forms; LightRAG's record
+format has no alias field, so LLM extractions carry none.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dataflow.core.naming import entity_key, relation_key
 
@@ -19,6 +24,7 @@ class ExtractedEntity:
     name: str
     type: str
     description: str
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,15 +76,20 @@ def merge_extractions(first: Extraction, second: Extraction) -> Extraction:
     """Merge two passes over the same chunk (gleaning).
 
     Records are identified by entity key / relation key; on a duplicate the one
-    with the longer description wins (LightRAG's rule), ties keep the first.
-    Order is first-seen, so the result is deterministic.
+    with the longer description wins (LightRAG's rule), ties keep the first, and
+    the entity keeps the aliases of both. Order is first-seen, so the result is
+    deterministic.
     """
     entities: dict[str, ExtractedEntity] = {}
     for entity in (*first.entities, *second.entities):
         key = entity_key(entity.name)
         kept = entities.get(key)
-        if kept is None or len(entity.description) > len(kept.description):
+        if kept is None:
             entities[key] = entity
+            continue
+        winner = entity if len(entity.description) > len(kept.description) else kept
+        aliases = tuple(dict.fromkeys((*kept.aliases, *entity.aliases)))
+        entities[key] = replace(winner, aliases=aliases)
     relations: dict[tuple[str, str], ExtractedRelation] = {}
     for relation in (*first.relations, *second.relations):
         pair = relation_key(relation.source, relation.target)

@@ -43,12 +43,27 @@ V = TypeVar("V")
 
 @dataclass(frozen=True)
 class IndexSnapshot:
-    """The logical content of an index: what the stores must hold."""
+    """The logical content of an index: what the stores must hold.
+
+    `aliases` is the name index beside the entities: alias key -> the keys of the
+    entities carrying it, sorted. It is derived from the entities (`alias_index`),
+    and spelled out so that a store's own index is compared with it, not assumed.
+    """
 
     entities: dict[str, EntityRecord]
     relations: dict[RelationPair, RelationRecord]
     chunks: dict[str, Chunk]
     documents: dict[str, DocumentRecord]
+    aliases: dict[str, tuple[str, ...]]
+
+
+def alias_index(entities: Iterable[EntityRecord]) -> dict[str, tuple[str, ...]]:
+    """Alias key -> the keys of the entities that carry it, both sorted."""
+    index: dict[str, list[str]] = {}
+    for entity in entities:
+        for alias in entity.aliases:
+            index.setdefault(alias, []).append(entity.key)
+    return {alias: tuple(sorted(keys)) for alias, keys in sorted(index.items())}
 
 
 class ReferenceIndex:
@@ -141,6 +156,7 @@ class ReferenceIndex:
             relations=relations,
             chunks=dict(sorted(self.chunks.items())),
             documents=dict(sorted(self.documents.items())),
+            aliases=alias_index(entities.values()),
         )
 
 

@@ -3,6 +3,8 @@
 Model output is untrusted text: `parse_extraction` accepts any str and never
 raises. What it cannot read it drops and counts in `DropCounts`, so a bad reply
 shows up as numbers on the document status instead of crashing the flow.
+No format below has an alias field, so the entities parsed here carry no
+aliases (only the offline extractor resolves short forms to full names).
 
 Accepted shapes (detected automatically):
 

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,7 +16,12 @@ from dataflow.core.contributions import (
     fragments_hash,
     retract,
 )
-from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
+from dataflow.core.extraction import (
+    ExtractedEntity,
+    ExtractedRelation,
+    Extraction,
+    merge_extractions,
+)
 
 
 def count_words(text: str) -> int:
@@ -178,3 +185,36 @@ def test_chunk_contributions_include_endpoint_mentions_and_drop_self_loops():
         "Charles Babbage",
     )
     assert contributions.entities[0].fragment.type == "person"
+
+
+def test_a_fragment_carries_its_alias_keys_without_the_entitys_own():
+    extraction = Extraction(
+        entities=(
+            ExtractedEntity("Adam Smith", "person", "d", ("Adam", "AdamSmith", "ADAM SMITH")),
+        )
+    )
+
+    (contribution,) = contributions_for_chunk(chunk("c1"), extraction).entities
+
+    assert contribution.fragment.aliases == ("adam", "adamsmith")
+
+
+def test_an_entitys_aliases_are_the_union_of_its_live_fragments():
+    state = {
+        "c1": replace(entity_fragment("c1"), aliases=("ada", "lovelace")),
+        "c2": replace(entity_fragment("c2"), aliases=("ada",)),
+        "c2|bob": entity_fragment("c2", type_=None),
+    }
+
+    assert RENDER.entity("ada lovelace", state).aliases == ("ada", "lovelace")
+    assert RENDER.entity("ada lovelace", retract(state, "c1")).aliases == ("ada",)
+    assert RENDER.entity("ada lovelace", retract(retract(state, "c1"), "c2")).aliases == ()
+
+
+def test_gleaning_keeps_the_aliases_of_both_passes():
+    first = Extraction(entities=(ExtractedEntity("Adam Smith", "person", "long one", ("Adam",)),))
+    second = Extraction(entities=(ExtractedEntity("adam smith", "person", "x", ("Smith",)),))
+
+    (merged,) = merge_extractions(first, second).entities
+
+    assert (merged.description, merged.aliases) == ("long one", ("Adam", "Smith"))

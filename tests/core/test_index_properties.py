@@ -30,6 +30,7 @@ SENTENCES = [
     "Helios Corp opened an office in Nairobi.",
     "Carla Diaz leads the Atlas Project at Northwind Labs.",
     "Bob Tanaka and Carla Diaz spoke at the Geneva Summit.",
+    "Tanaka thanked Alice for the Lisbon visit.",  # short forms: aliases in some chunks
     "",
     "   ",
 ]
@@ -113,6 +114,21 @@ def test_the_shared_corpus_builds_a_connected_graph():
     shared = [e for e in snapshot.entities.values() if len(e.file_paths) > 1]
     assert shared, "documents must share entities"
     assert len(snapshot.relations) >= 5
+
+
+def test_the_corpus_has_short_forms_whose_aliases_retract_with_their_chunk():
+    """Guards the property tests: aliases take part in them too."""
+    index = new_index()
+    index.apply(DocumentUpsert("a.md", f"{SENTENCES[3]} {SENTENCES[8]}", "a.md"))
+    index.apply(DocumentUpsert("b.md", SENTENCES[0], "b.md"))
+    assert index.snapshot(RENDERER).aliases == {
+        "alice": ("alice moreau",),
+        "tanaka": ("bob tanaka",),
+    }
+    index.apply(DocumentDelete("a.md"))
+    snapshot = index.snapshot(RENDERER)
+    assert snapshot.aliases == {}
+    assert snapshot.entities["alice moreau"].aliases == ()
 
 
 def test_deleting_a_document_keeps_shared_entities_and_drops_its_own_relations():

@@ -112,6 +112,15 @@ def test_a_speakers_first_name_resolves_to_the_speaker():
     assert "Adam Smith" in names and "Bella Jones" in names
 
 
+def test_a_speakers_label_and_first_name_are_aliases_of_the_speaker():
+    aliases = {e.name: e.aliases for e in extract_offline(CHAT).entities}
+
+    assert aliases["Adam Smith"] == ("Adam", "AdamSmith")
+    assert aliases["Bella Jones"] == ("Bella", "BellaJones")
+    assert aliases["Zorbania Quillfeather"] == ()  # labelled in words: no other form
+    assert aliases["Arsenal"] == ()
+
+
 def test_a_first_name_shared_by_two_speakers_stays_as_written():
     text = "AdamSmith: Is Adam coming?\nAdamJones: No idea.\nBellaJones: Adam said maybe."
     names = set(types_by_name(extract_offline(text)))

@@ -84,6 +84,41 @@ def test_deleting_a_document_keeps_shared_entities_and_drops_its_relations(compo
     assert "alice moreau" not in stored(components).vectors[VectorKind.ENTITY]
 
 
+CHAT = """\
+AdamSmith: The Harbour Board meets on Monday.
+BellaJones: Thanks, Adam. I will bring the lease.
+AdamSmith: Good. Bella, bring the keys too.
+"""
+BOARD = "Adam Smith chairs the Harbour Board. Adam signed the lease in March."
+
+
+ALIAS_CHANGES = [
+    DocumentUpsert("chat.md", CHAT, "chat.md"),
+    DocumentUpsert("board.md", BOARD, "board.md"),
+    DocumentUpsert("chat.md", CHAT.replace("Bella, bring", "Bring"), "chat.md"),
+    DocumentUpsert("board.md", BOARD.replace("Adam signed", "He signed"), "board.md"),
+]
+
+
+def test_aliases_follow_edits_exactly_as_a_fresh_build(components, entry_point):
+    run_flow(components, events(ALIAS_CHANGES), entry_point)
+    graph = stored(components).graph
+    assert graph == fresh_build(ALIAS_CHANGES[2:])  # entities' aliases and the index
+    assert graph.aliases == {
+        "adam": ("adam smith",),
+        "adamsmith": ("adam smith",),
+        "bellajones": ("bella jones",),
+    }
+
+
+def test_deleting_the_last_document_with_a_short_form_drops_its_aliases(components, entry_point):
+    run_flow(components, events([*ALIAS_CHANGES, DocumentDelete("chat.md")]), entry_point)
+    graph = stored(components).graph
+    assert graph == fresh_build(ALIAS_CHANGES[3:])
+    assert graph.aliases == {}
+    assert graph.entities["adam smith"].aliases == ()
+
+
 def test_bad_document_fails_alone_with_its_reason(components, entry_point):
     changes = [
         DocumentUpsert("bad.md", b"\xff\xfe\x00broken", "bad.md"),

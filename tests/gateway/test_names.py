@@ -1,5 +1,5 @@
 from dataflow.core.lexical import STOPWORDS
-from gateway.names import MAX_NAME_WORDS, matched_names, name_spans
+from gateway.names import MAX_NAME_WORDS, matched_names, name_spans, named_entities
 
 
 def keys_of(question: str, known: set[str]) -> list[str]:
@@ -36,3 +36,27 @@ def test_spans_are_bounded_in_length():
 
 def test_non_latin_names_are_candidates_too():
     assert keys_of("Кто такой Лев Толстой?", {"лев толстой"}) == ["лев толстой"]
+
+
+def test_aliases_are_matched_like_names_and_a_match_inside_a_longer_one_is_dropped():
+    known = {"adam smith", "adam", "smith"}  # an entity key and two aliases
+
+    assert keys_of("What did Adam Smith say?", known) == ["adam smith"]
+    assert keys_of("What did Adam say to Smith?", known) == ["adam", "smith"]
+
+
+def test_exact_names_come_before_alias_matches_and_namesakes_go_by_degree():
+    matched = ["adam", "harbour board", "bella"]
+    entities = {"harbour board", "adam"}  # "adam" is an entity of its own too
+    aliases = {"adam": ["adam jones", "adam smith"], "bella": ["bella jones"]}
+    degrees = {"adam jones": 2, "adam smith": 5}
+
+    assert named_entities(matched, entities, aliases, degrees) == [
+        "adam",
+        "harbour board",
+        "adam smith",
+        "adam jones",
+        "bella jones",
+    ]
+    tied = named_entities(["adam"], set(), aliases, {})
+    assert tied == ["adam jones", "adam smith"]  # equal degrees: by key

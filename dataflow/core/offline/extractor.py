@@ -61,7 +61,10 @@ name in the text ("Alan Turing", or a speaker "AdamSmith"), a bare company or
 programme name ("Acme") next to its full form ("Acme Corp", "Acme Programme"),
 and an event named without its year next to the one dated form, resolve to the
 full name; an ambiguous one ("Curie" with Marie and Pierre Curie) stays as
-written. Precision is preferred over recall throughout; entity descriptions are
+written. The short forms and CamelCase speaker labels that resolved to an entity
+are its `aliases` (the surface forms as written), so a question naming only
+"Adam" or "AdamSmith" can find Adam Smith. Precision is preferred over recall
+throughout; entity descriptions are
 the first sentence that mentions the entity. Names are per chunk (the text
 this function is given, a whole document when it fits in one chunk): short
 forms in other chunks are not merged here, so everything this returns, aliases
@@ -81,6 +84,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
+from dataflow.core.naming import entity_key
 from dataflow.core.offline.aliases import resolve_aliases
 from dataflow.core.offline.lexicon import KEYWORD_STOPWORDS
 from dataflow.core.offline.mentions import Mention, find_mentions
@@ -235,6 +239,7 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
     kinds: dict[str, tuple[str, int]] = {}
     first_sentence: dict[str, int] = {}
     per_sentence: dict[int, list[tuple[str, Mention]]] = {}
+    surface_forms: dict[str, dict[str, str]] = {}  # key -> {alias key: first surface form}
     for mention in mentions:
         raw_key = mention.key
         if mention.needs_evidence and raw_key not in confident and raw_key not in aliases:
@@ -243,6 +248,8 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
         first_sentence.setdefault(key, mention.sentence)
         if raw_key == key:
             names.setdefault(key, mention.name)
+        else:
+            surface_forms.setdefault(key, {}).setdefault(raw_key, mention.name)
         kept = kinds.get(key)
         if kept is None or mention.confidence > kept[1]:
             kinds[key] = (mention.type, mention.confidence)
@@ -256,6 +263,11 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
     for key in promoted:
         if key in kinds and kinds[key][1] < 1:
             kinds[key] = (PERSON, 1)
+    for label, speaker in speakers.items():  # "AdamSmith:" is another form of Adam Smith
+        label_key, key = entity_key(label), entity_key(speaker)
+        key = aliases.get(key, key)
+        if label_key != key and key in first_sentence:
+            surface_forms.setdefault(key, {}).setdefault(label_key, label)
 
     configured = {t.casefold(): t for t in options.entity_types}
     fallback = configured.get(CATEGORY, options.entity_types[-1])
@@ -265,6 +277,7 @@ def extract_offline(text: str, options: OfflineExtractorOptions | None = None) -
             name=names[key],
             type=configured.get(kinds[key][0], fallback),
             description=_trim(sentences[first_sentence[key]], limit),
+            aliases=tuple(surface_forms.get(key, {}).values()),
         )
         for key in first_sentence
     )

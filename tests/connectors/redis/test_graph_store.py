@@ -23,10 +23,19 @@ from redis.crc import key_slot
 
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
 from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
+from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
-from dataflow.core.contributions import EntityRecord, RelationRecord
-from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
+from dataflow.core.documents import (
+    DocumentChange,
+    DocumentDelete,
+    DocumentRecord,
+    DocumentStatus,
+    DocumentUpsert,
+)
+from dataflow.core.index import ReferenceIndex
 from dataflow.core.naming import relation_pair
+from dataflow.core.offline.extractor import extract_offline
 
 ODD_KEYS = (
     "alan turing",
@@ -43,7 +52,9 @@ ODD_KEYS = (
 _workspaces = itertools.count()
 
 
-def entity(key: str, description: str = "", chunk: str = "chunk-1") -> EntityRecord:
+def entity(
+    key: str, description: str = "", chunk: str = "chunk-1", aliases: tuple[str, ...] = ()
+) -> EntityRecord:
     return EntityRecord(
         key=key,
         name=key.title(),
@@ -52,6 +63,7 @@ def entity(key: str, description: str = "", chunk: str = "chunk-1") -> EntityRec
         source_chunk_ids=(chunk, "chunk-{odd}"),
         file_paths=("docs/a b.md", "docs/ü.md"),
         doc_ids=("docs/a b.md", "docs/ü.md"),
+        aliases=aliases,
     )
 
 
@@ -101,6 +113,7 @@ def snapshot(store: GraphStore) -> dict[str, object]:
         "relations": sorted(store.iter_relations(), key=lambda r: r.pair),
         "chunks": sorted(store.iter_chunks(), key=lambda c: c.chunk_id),
         "documents": sorted(store.iter_documents(), key=lambda d: d.record.doc_id),
+        "aliases": sorted(store.iter_aliases()),
         "degrees": store.node_degrees(ODD_KEYS),
         "statuses": store.status_counts(),
     }
@@ -131,7 +144,7 @@ def store(redis_url: str) -> Iterator[GraphStore]:
 
 
 def test_every_record_type_round_trips_with_odd_keys(store: GraphStore) -> None:
-    entities = tuple(entity(k) for k in ODD_KEYS)
+    entities = tuple(entity(k, aliases=tuple(sorted({"al " + k, k + "}"}))) for k in ODD_KEYS)
     relations = (
         relation("a{b}c", "}{", weight=0.1 + 0.2),
         relation("{", "%7B", weight=1e-300),
@@ -171,6 +184,9 @@ def test_every_record_type_round_trips_with_odd_keys(store: GraphStore) -> None:
         assert [d for _, d in neighbours] == [degrees[n] for n, _ in neighbours]
     assert degrees["%7B"] == degrees["{"] == 1
     assert store.get_entities([]) == {}
+    aliases = {a: [e.key] for e in entities for a in e.aliases}  # escaped in Lua too
+    assert store.entities_by_alias([*aliases, "missing"]) == aliases
+    assert dict(store.iter_aliases()) == {a: tuple(keys) for a, keys in aliases.items()}
 
 
 def test_an_entity_its_adjacency_and_its_relations_share_a_cluster_slot(
@@ -279,6 +295,136 @@ def test_invalid_batches_are_rejected_before_anything_is_written(store: GraphSto
         store.apply(GraphBatch(relation_deletes=(("a", "a"),)))
     assert store.version() == before
     assert store.get_entities(["a"]) == {}
+
+
+# -- the alias index ----------------------------------------------------------
+
+
+def test_the_alias_index_names_every_entity_carrying_an_alias(store: GraphStore) -> None:
+    store.apply(
+        GraphBatch(
+            entity_upserts=(
+                entity("adam smith", aliases=("adam", "adamsmith")),
+                entity("adam jones", aliases=("adam",)),
+                entity("bella jones"),
+            )
+        )
+    )
+
+    assert store.entities_by_alias(["adam", "adamsmith", "bella", "adam smith"]) == {
+        "adam": ["adam jones", "adam smith"],
+        "adamsmith": ["adam smith"],
+    }
+    entities, aliases = store.lookup_names(["adam", "adam smith"])
+    assert set(entities) == {"adam smith"}
+    assert entities["adam smith"].aliases == ("adam", "adamsmith")
+    assert aliases == {"adam": ["adam jones", "adam smith"]}
+
+
+def test_an_upsert_without_an_alias_takes_the_entity_out_of_it(store: GraphStore) -> None:
+    store.apply(GraphBatch(entity_upserts=(entity("adam smith", aliases=("adam", "smith")),)))
+    store.apply(GraphBatch(entity_upserts=(entity("adam smith", aliases=("adamsmith", "smith")),)))
+
+    assert dict(store.iter_aliases()) == {"adamsmith": ("adam smith",), "smith": ("adam smith",)}
+    assert not store.client.exists(store.keys.alias("adam")), "an empty alias set must go"
+
+
+def test_deleting_an_entity_takes_it_out_of_its_aliases_and_leaves_nothing(
+    store: GraphStore,
+) -> None:
+    store.apply(
+        GraphBatch(
+            entity_upserts=(
+                entity("adam smith", aliases=("adam", "{odd}")),
+                entity("adam jones", aliases=("adam",)),
+            )
+        )
+    )
+    store.apply(GraphBatch(entity_deletes=("adam smith",)))
+
+    assert dict(store.iter_aliases()) == {"adam": ("adam jones",)}
+    store.apply(GraphBatch(entity_deletes=("adam jones",)))
+    leftovers = list(store.client.scan_iter(match=store.keys.prefix + "*"))
+    assert leftovers == [store.keys.version]
+
+
+def test_an_entity_stored_before_aliases_existed_has_none_and_gains_them(
+    store: GraphStore,
+) -> None:
+    old = entity("adam smith")
+    fields = {
+        "key": old.key,
+        "name": old.name,
+        "type": old.type,
+        "description": old.description,
+        "source_chunk_ids": '["chunk-1"]',
+        "file_paths": '["a.md"]',
+        "doc_ids": '["a.md"]',
+    }  # the hash as written before this change: no "aliases" field
+    for key in ("adam smith", "adam jones"):
+        store.client.hset(store.keys.entity(key), mapping={**fields, "key": key})
+
+    assert store.get_entities(["adam smith"])["adam smith"].aliases == ()
+    store.apply(
+        GraphBatch(
+            entity_upserts=(entity("adam smith", aliases=("adam",)),),
+            entity_deletes=("adam jones",),
+        )
+    )
+    assert store.entities_by_alias(["adam"]) == {"adam": ["adam smith"]}
+    assert store.get_entities(["adam jones"]) == {}
+
+
+TRANSCRIPT = """\
+AdamSmith: The Harbour Board meets on Monday.
+BellaJones: Thanks, Adam. I will bring the lease.
+AdamSmith: Good. Bella, bring the keys too.
+"""
+PROSE = "Adam Smith chairs the Harbour Board. Adam signed the lease in March."
+PROSE_WITHOUT_SHORT_FORM = "Adam Smith chairs the Harbour Board. He signed the lease in March."
+NAMESAKE = "Adam Jones runs the Kiln Cafe. Adam bakes bread there every morning."
+
+
+def test_the_alias_index_follows_documents_through_edits_and_deletes(store: GraphStore) -> None:
+    """Documents indexed by the reference pipeline; each change written as the commit
+    step writes it (changed entities upserted, gone ones deleted)."""
+    tokenizer = TiktokenTokenizer()
+    index = ReferenceIndex(tokenizer, extract_offline)
+    renderer = Renderer(tokenizer.count)
+    written: dict[str, EntityRecord] = {}
+
+    def change(event: DocumentChange) -> dict[str, tuple[str, ...]]:
+        index.apply(event)
+        snapshot = index.snapshot(renderer)
+        upserts = tuple(e for k, e in snapshot.entities.items() if written.get(k) != e)
+        deletes = tuple(k for k in written if k not in snapshot.entities)
+        store.apply(GraphBatch(entity_upserts=upserts, entity_deletes=deletes))
+        written.clear()
+        written.update(snapshot.entities)
+        stored = dict(sorted(store.iter_aliases()))
+        assert stored == snapshot.aliases, f"the store's alias index after {event!r}"
+        return stored
+
+    both = ("adam smith",)
+    assert change(DocumentUpsert("chat.md", TRANSCRIPT, "chat.md")) == {
+        "adam": both,
+        "adamsmith": both,
+        "bella": ("bella jones",),
+        "bellajones": ("bella jones",),
+    }
+    change(DocumentUpsert("board.md", PROSE, "board.md"))
+    assert change(DocumentUpsert("cafe.md", NAMESAKE, "cafe.md"))["adam"] == (
+        "adam jones",
+        "adam smith",
+    )
+    # Two documents say "Adam" for Adam Smith: deleting one keeps the alias.
+    assert change(DocumentDelete("chat.md")) == {"adam": ("adam jones", "adam smith")}
+    # The edit drops the last short form for Adam Smith.
+    assert change(DocumentUpsert("board.md", PROSE_WITHOUT_SHORT_FORM, "board.md")) == {
+        "adam": ("adam jones",)
+    }
+    assert change(DocumentDelete("cafe.md")) == {}
+    assert store.entities_by_alias(["adam", "adamsmith"]) == {}
 
 
 # -- documents ----------------------------------------------------------------
@@ -457,6 +603,7 @@ def test_each_read_is_one_round_trip_for_a_whole_batch_of_keys(
     store.apply(
         replace(
             connected(pairs),
+            entity_upserts=tuple(entity(k, aliases=(f"alias of {k}",)) for k in keys),
             chunk_upserts=tuple(Chunk(f"c{i}", "d", i, "t", 1, "") for i in range(20)),
             document_upserts=(document("d", DocumentStatus.PROCESSED),),
         )
@@ -472,6 +619,8 @@ def test_each_read_is_one_round_trip_for_a_whole_batch_of_keys(
         "edges_of": lambda: counted.edges_of(keys),
         "edge_degrees": lambda: counted.edge_degrees(pairs),
         "get_neighbours": lambda: counted.get_neighbours(keys),
+        "entities_by_alias": lambda: counted.entities_by_alias(["alias of k1", "k2"]),
+        "lookup_names": lambda: counted.lookup_names(["alias of k1", "k2"]),
         "get_chunks": lambda: counted.get_chunks(f"c{i}" for i in range(20)),
         "get_documents": lambda: counted.get_documents(["d"]),
         "documents_by_status": lambda: counted.documents_by_status(DocumentStatus.PROCESSED),
