@@ -17,6 +17,7 @@ made from. Thread-safe: the server calls one engine from many threads.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -74,7 +75,7 @@ from gateway.types import (
 
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
-_FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known (then 4x)
+_FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known
 _MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
 _MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's own searches
 _BRIDGE_WEIGHT = 0.7
@@ -379,9 +380,13 @@ class QueryEngine:
         # The relations' lexical search reads the whole question beside the themes: themes
         # alone ("writer") match relations at random, the names around them do not.
         wording = f"{high}, {question}" if high != question else high
-        far = find_relations(stores, wording, vectors[high], top_k, scope) if high else GraphLane()
+        far = (
+            find_relations(stores, wording, vectors[high], top_k, scope, version)
+            if high
+            else GraphLane()
+        )
         named = [params.question, *keywords.low_level]
-        near = find_entities(stores, named, low, vectors[low], top_k, scope) if low else []
+        near = find_entities(stores, named, low, vectors[low], top_k, scope, version) if low else []
         hop = one_hop(stores, near) if near else OneHop()
         local: list[RetrievedRelation] = []
         read, size = 0, _FIRST_RELATION_READ
@@ -396,11 +401,11 @@ class QueryEngine:
             kept = {relation.record.pair for relation in relations}
             if read >= len(hop.pairs) or any(r.record.pair not in kept for r in local):
                 break  # the budget cut before the end of what was read: more cannot matter
-            size *= 4
+            size = self._relations_with_room(relations, params.max_relation_tokens)
         entities = round_robin([near, far.entities], key=lambda e: e.record.key)
         entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
 
-        search = ChunkSearch(stores, question, vectors[question], scope)
+        search = ChunkSearch(stores, question, vectors[question], scope, version)
         # Only relations the global lane found by their keywords cite chunks into the ranking:
         # one-hop relations are ranked by degree, so their chunks lean to hubs (measured:
         # local all_gold@10 0.69 with them, 0.90 without, on the dev set).
@@ -419,6 +424,13 @@ class QueryEngine:
             references=references_of(chunks) if params.include_references else (),
             index_version=version,
         )
+
+    def _relations_with_room(self, kept: list[RetrievedRelation], budget: int) -> int:
+        """About how many more relations the budget has room for, at the kept ones' mean
+        line length (a little over: reading too few costs another round trip)."""
+        used = sum(self.tokenizer.count(relation_line(relation)) for relation in kept)
+        mean = max(1.0, used / max(1, len(kept)))
+        return max(_FIRST_RELATION_READ // 4, math.ceil(1.25 * (budget - used) / mean))
 
     @staticmethod
     def _rank_chunks(

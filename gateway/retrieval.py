@@ -106,20 +106,23 @@ def find_entities(
     vector: Sequence[float],
     top_k: int,
     scope: Scope,
+    version: int | None = None,
 ) -> list[RetrievedEntity]:
     """Entities named in `names_in` (exact keys, then aliases), then by vector and lexical
-    match of `text`, fused by rank; score = the fused score."""
+    match of `text`, fused by rank; score = the fused score. `version`: the index version
+    read (lexical counts are reused within it)."""
     graph, vectors = stores.graph, stores.vectors
     spans = [span for source in names_in for span in name_spans(source, STOPWORDS)]
     candidates, aliases = graph.lookup_names(span.key for span in spans)
     matched = matched_names(spans, {*candidates, *aliases})
     shared = [key for alias in matched if len(aliases.get(alias, ())) > 1 for key in aliases[alias]]
     named = named_entities(matched, candidates, aliases, graph.node_degrees(shared))
-    dense = hit_keys(vectors.search(VectorKind.ENTITY, vector, top_k, scope.vector_filter()))
-    lexical = hit_keys(
-        vectors.search_lexical(VectorKind.ENTITY, text, top_k, scope.vector_filter())
+    found = scope.vector_filter()
+    dense = vectors.search(VectorKind.ENTITY, vector, top_k, found, with_payload=False)
+    lexical = vectors.search_lexical(
+        VectorKind.ENTITY, text, top_k, found, with_payload=False, as_of=version
     )
-    fused = fuse([Lane(named), Lane(dense), Lane(lexical)])[:top_k]
+    fused = fuse([Lane(named), Lane(hit_keys(dense)), Lane(hit_keys(lexical))])[:top_k]
     records = {**candidates, **graph.get_entities(k for k, _ in fused if k not in candidates)}
     kept = [
         (records[key], score)
@@ -193,13 +196,20 @@ def entity_relations(
 
 
 def find_relations(
-    stores: Stores, text: str, vector: Sequence[float], top_k: int, scope: Scope
+    stores: Stores,
+    text: str,
+    vector: Sequence[float],
+    top_k: int,
+    scope: Scope,
+    version: int | None = None,
 ) -> GraphLane:
     """Relations by vector and lexical match of `text`, fused by rank (score = fused
     score), then their endpoint entities in relation order."""
     vectors = stores.vectors
     dense = vectors.search(VectorKind.RELATION, vector, top_k, scope.vector_filter())
-    lexical = vectors.search_lexical(VectorKind.RELATION, text, top_k, scope.vector_filter())
+    lexical = vectors.search_lexical(
+        VectorKind.RELATION, text, top_k, scope.vector_filter(), as_of=version
+    )
     pairs: dict[str, RelationPair] = {}
     for hit in (*dense, *lexical):
         source, target = hit.payload.get("source"), hit.payload.get("target")
@@ -243,12 +253,15 @@ class ChunkSearch:
     text: str
     vector: Sequence[float]
     scope: Scope
+    version: int | None = None  # the index version read: lexical counts are reused in it
     _lexical: SparseVector | None = field(default=None, init=False, repr=False)
 
     @property
     def lexical(self) -> SparseVector:
         if self._lexical is None:
-            self._lexical = self.stores.vectors.lexical_query(VectorKind.CHUNK, self.text)
+            self._lexical = self.stores.vectors.lexical_query(
+                VectorKind.CHUNK, self.text, as_of=self.version
+            )
         return self._lexical
 
     def dense_hits(self, limit: int, among: Sequence[str] | None = None) -> list[VectorHit]:

@@ -42,6 +42,7 @@ import functools
 import hashlib
 import math
 import re
+import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -248,15 +249,20 @@ class VectorStore(Protocol):
         keys: Iterable[str] | None = None,
         *,
         with_payload: bool = True,
+        as_of: int | None = None,
     ) -> list[VectorHit]:
         """The `top_k` best BM25-style matches of `text` (IDF over the live collection),
         score descending, ties by key; only points sharing a term score. `[]` when `text`
         has no searchable terms (stopwords only)."""
         ...
 
-    def lexical_query(self, kind: VectorKind, text: str) -> SparseVector:
+    def lexical_query(
+        self, kind: VectorKind, text: str, *, as_of: int | None = None
+    ) -> SparseVector:
         """`text` as a lexical query: its terms weighted by their IDF in the live
-        collection (one count per term), to reuse across several `search_sparse` calls."""
+        collection (one count per term), to reuse across several `search_sparse` calls.
+        `as_of` names the index state the caller reads (the gateway passes the index
+        version): counts made under the same `as_of` are reused, not counted again."""
         ...
 
     def search_sparse(
@@ -436,6 +442,10 @@ class BaseVectorStore(ABC):
         self._space: str | None = None
         self._dimension = 0
         self._names: dict[VectorKind, str] = {}
+        # Lexical document counts of one index state (`lexical_query`'s `as_of`).
+        self._counts_lock = threading.Lock()
+        self._counts_as_of: int | None = None
+        self._counts: dict[tuple[str, str | None], int] = {}
 
     # -- backend primitives -------------------------------------------------------------
 
@@ -568,17 +578,33 @@ class BaseVectorStore(ABC):
         keys: Iterable[str] | None = None,
         *,
         with_payload: bool = True,
+        as_of: int | None = None,
     ) -> list[VectorHit]:
-        query = self.lexical_query(kind, text)
+        query = self.lexical_query(kind, text, as_of=as_of)
         return self.search_sparse(kind, query, top_k, filter, keys, with_payload=with_payload)
 
-    def lexical_query(self, kind: VectorKind, text: str) -> SparseVector:
+    def lexical_query(
+        self, kind: VectorKind, text: str, *, as_of: int | None = None
+    ) -> SparseVector:
         name = self._name(kind)
         terms = query_terms(text)
         if not terms:
             return SparseVector()
-        frequencies = {term: self._count(name, TERMS_FIELD, term) for term in terms}
-        return query_vector(frequencies, self._count(name))
+        counts: dict[tuple[str, str | None], int] = {}
+        if as_of is not None:
+            with self._counts_lock:
+                if self._counts_as_of != as_of:  # a new index state: forget the old counts
+                    self._counts_as_of, self._counts = as_of, {}
+                counts = self._counts
+
+        def count(term: str | None) -> int:
+            found = counts.get((name, term))
+            if found is None:
+                found = self._count(name) if term is None else self._count(name, TERMS_FIELD, term)
+                counts[(name, term)] = found
+            return found
+
+        return query_vector({term: count(term) for term in terms}, count(None))
 
     def search_sparse(
         self,
@@ -650,6 +676,8 @@ class BaseVectorStore(ABC):
             yield self._to_point(kind, record)
 
     def clear(self) -> None:
+        with self._counts_lock:
+            self._counts_as_of, self._counts = None, {}
         for stored in self._list_records():
             if stored.workspace == self.workspace:
                 self._drop(stored.name)

@@ -445,6 +445,23 @@ def test_lexical_weights_follow_deletes_exactly(store: BaseVectorStore) -> None:
     assert after[0].score != pytest.approx(before)
 
 
+def test_lexical_counts_are_reused_within_one_as_of_and_counted_again_for_the_next(
+    store: BaseVectorStore,
+) -> None:
+    """The gateway passes the index version as `as_of`: one Retrieve's several lexical
+    searches count each term once, and a new version sees the live counts."""
+    common = [lexical_chunk(f"c-lab{i}", "lab notes") for i in range(4)]
+    store.upsert([*common, lexical_chunk("c-mix", "lab notes gearbox")])
+    before = store.lexical_query(VectorKind.CHUNK, "lab gearbox", as_of=1)
+
+    store.delete(VectorKind.CHUNK, [p.key for p in common])
+
+    assert store.lexical_query(VectorKind.CHUNK, "lab gearbox", as_of=1) == before
+    live = store.lexical_query(VectorKind.CHUNK, "lab gearbox")
+    assert live != before
+    assert store.lexical_query(VectorKind.CHUNK, "lab gearbox", as_of=2) == live
+
+
 def test_lexical_search_respects_filters_and_key_restrictions(store: BaseVectorStore) -> None:
     store.upsert(
         [
