@@ -56,6 +56,7 @@ from gateway.retrieval import (
     find_entities,
     find_relations,
     hit_keys,
+    named_in,
     one_hop,
 )
 from gateway.types import (
@@ -81,7 +82,7 @@ _MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's ow
 _BRIDGE_WEIGHT = 0.7
 
 
-_RANKED_DEPTH = 300  # graph candidates ranked by relevance, at most
+_RANKED_DEPTH = 50  # graph candidates ranked by relevance per lane, at most
 _ITEM_ORDER_WEIGHT = 1.0
 
 
@@ -380,12 +381,12 @@ class QueryEngine:
         # The relations' lexical search reads the whole question beside the themes: themes
         # alone ("writer") match relations at random, the names around them do not.
         wording = f"{high}, {question}" if high != question else high
+        named = named_in(stores, [params.question, *keywords.low_level])
         far = (
-            find_relations(stores, wording, vectors[high], top_k, scope, version)
+            find_relations(stores, wording, vectors[high], top_k, scope, version, named.keys)
             if high
             else GraphLane()
         )
-        named = [params.question, *keywords.low_level]
         near = find_entities(stores, named, low, vectors[low], top_k, scope, version) if low else []
         hop = one_hop(stores, near) if near else OneHop()
         local: list[RetrievedRelation] = []

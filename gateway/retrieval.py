@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
 from connectors.stores import Stores
 from connectors.vectors.base import VectorFilter, VectorHit, VectorKind
@@ -65,11 +66,16 @@ class Scope:
     def is_everything(self) -> bool:
         return not self.doc_ids and self.file_path_prefix is None
 
-    def vector_filter(self, chunk_ids: Sequence[str] = ()) -> VectorFilter | None:
-        if self.is_everything and not chunk_ids:
+    def vector_filter(
+        self, chunk_ids: Sequence[str] = (), ends: Sequence[str] = ()
+    ) -> VectorFilter | None:
+        if self.is_everything and not chunk_ids and not ends:
             return None
         return VectorFilter(
-            doc_ids=self.doc_ids, file_path_prefix=self.file_path_prefix, chunk_ids=tuple(chunk_ids)
+            doc_ids=self.doc_ids,
+            file_path_prefix=self.file_path_prefix,
+            chunk_ids=tuple(chunk_ids),
+            ends=tuple(ends),
         )
 
     def admits(self, doc_ids: Iterable[str], file_paths: Iterable[str]) -> bool:
@@ -99,31 +105,49 @@ def hit_keys(hits: Iterable[VectorHit]) -> list[str]:
 # -- entities and relations -----------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class NamedEntities:
+    """The entities a question names (gateway/names.py): exact names first, then the
+    entities carrying a named alias, with the records the look-up read."""
+
+    keys: tuple[str, ...] = ()
+    records: dict[str, EntityRecord] = field(default_factory=dict)
+
+
+def named_in(stores: Stores, texts: Sequence[str]) -> NamedEntities:
+    """Look the name spans of `texts` up as entity keys and aliases (one round trip, and
+    one more for degrees only when an alias names several entities)."""
+    graph = stores.graph
+    spans = [span for source in texts for span in name_spans(source, STOPWORDS)]
+    candidates, aliases = graph.lookup_names(span.key for span in spans)
+    matched = matched_names(spans, {*candidates, *aliases})
+    shared = [key for alias in matched if len(aliases.get(alias, ())) > 1 for key in aliases[alias]]
+    keys = named_entities(matched, candidates, aliases, graph.node_degrees(shared))
+    return NamedEntities(tuple(keys), candidates)
+
+
 def find_entities(
     stores: Stores,
-    names_in: Sequence[str],
+    named: NamedEntities,
     text: str,
     vector: Sequence[float],
     top_k: int,
     scope: Scope,
     version: int | None = None,
 ) -> list[RetrievedEntity]:
-    """Entities named in `names_in` (exact keys, then aliases), then by vector and lexical
-    match of `text`, fused by rank; score = the fused score. `version`: the index version
-    read (lexical counts are reused within it)."""
+    """The `named` entities, then by vector and lexical match of `text`, fused by rank;
+    score = the fused score. `version`: the index version read (lexical counts are
+    reused within it)."""
     graph, vectors = stores.graph, stores.vectors
-    spans = [span for source in names_in for span in name_spans(source, STOPWORDS)]
-    candidates, aliases = graph.lookup_names(span.key for span in spans)
-    matched = matched_names(spans, {*candidates, *aliases})
-    shared = [key for alias in matched if len(aliases.get(alias, ())) > 1 for key in aliases[alias]]
-    named = named_entities(matched, candidates, aliases, graph.node_degrees(shared))
     found = scope.vector_filter()
     dense = vectors.search(VectorKind.ENTITY, vector, top_k, found, with_payload=False)
     lexical = vectors.search_lexical(
         VectorKind.ENTITY, text, top_k, found, with_payload=False, as_of=version
     )
-    fused = fuse([Lane(named), Lane(hit_keys(dense)), Lane(hit_keys(lexical))])[:top_k]
-    records = {**candidates, **graph.get_entities(k for k, _ in fused if k not in candidates)}
+    lanes = [Lane(list(named.keys)), Lane(hit_keys(dense)), Lane(hit_keys(lexical))]
+    fused = fuse(lanes)[:top_k]
+    known = named.records
+    records = {**known, **graph.get_entities(k for k, _ in fused if k not in known)}
     kept = [
         (records[key], score)
         for key, score in fused
@@ -202,23 +226,29 @@ def find_relations(
     top_k: int,
     scope: Scope,
     version: int | None = None,
+    named: Sequence[str] = (),
 ) -> GraphLane:
-    """Relations by vector and lexical match of `text`, fused by rank (score = fused
-    score), then their endpoint entities in relation order."""
+    """Relations by vector and lexical match of `text` and, for each `named` entity, its
+    own relations closest to `vector`, fused by rank (score = fused score), then their
+    endpoint entities in relation order.
+
+    The named lane makes a relation search cover every thing the question names: one
+    lexical ranking of "Who is older, Annie Morton or Terry Richardson?" fills its top
+    with one person's relations (measured: global mode found both passages of such
+    questions for 0.69 of them, where vector search over chunks finds 0.94)."""
     vectors = stores.vectors
     dense = vectors.search(VectorKind.RELATION, vector, top_k, scope.vector_filter())
     lexical = vectors.search_lexical(
         VectorKind.RELATION, text, top_k, scope.vector_filter(), as_of=version
     )
+    around, hits = _relations_of_named(stores, named, vector, scope)
     pairs: dict[str, RelationPair] = {}
-    for hit in (*dense, *lexical):
+    for hit in (*dense, *lexical, *hits):
         source, target = hit.payload.get("source"), hit.payload.get("target")
         if isinstance(source, str) and isinstance(target, str) and source and target != source:
             pairs[hit.key] = relation_pair(source, target)
-    fused = [
-        (pairs[key], score) for key, score in fuse([Lane(hit_keys(dense)), Lane(hit_keys(lexical))])
-    ]
-    fused = fused[:top_k]
+    lanes = [Lane(hit_keys(dense)), Lane(hit_keys(lexical)), Lane(around, NAMED_LANE_WEIGHT)]
+    fused = [(pairs[key], score) for key, score in fuse(lanes) if key in pairs][:top_k]
     if not fused:
         return GraphLane()
     graph = stores.graph
@@ -237,6 +267,34 @@ def find_relations(
         if key in endpoints and scope.admits(endpoints[key].doc_ids, endpoints[key].file_paths)
     )
     return GraphLane(entities=entities, relations=tuple(found))
+
+
+NAMED_FOR_RELATIONS = 4  # named entities whose own relations the relation lane ranks
+NAMED_RELATIONS_EACH = 5  # relations each named entity contributes to the lane
+NAMED_LANE_WEIGHT = 2.0
+
+
+def _relations_of_named(
+    stores: Stores, named: Sequence[str], vector: Sequence[float], scope: Scope
+) -> tuple[list[str], list[VectorHit]]:
+    """The named entities' relations closest to `vector`, taking turns by entity (each
+    one's best, then each one's second best, up to `NAMED_RELATIONS_EACH` each), from
+    one search filtered to relations with a named entity at an end; and the hits."""
+    named = list(named[:NAMED_FOR_RELATIONS])
+    if not named:
+        return [], []
+    limit = NAMED_RELATIONS_EACH * len(named) * 4
+    hits = stores.vectors.search(
+        VectorKind.RELATION, vector, limit, scope.vector_filter(ends=named)
+    )
+    turns: dict[str, list[str]] = {key: [] for key in named}
+    for hit in hits:
+        for end in (hit.payload.get("source"), hit.payload.get("target")):
+            mine = turns.get(str(end))
+            if mine is not None and len(mine) < NAMED_RELATIONS_EACH:
+                mine.append(hit.key)
+    ranked = [key for turn in zip_longest(*turns.values()) for key in turn if key is not None]
+    return list(dict.fromkeys(ranked)), hits
 
 
 # -- chunks -------------------------------------------------------------------------------

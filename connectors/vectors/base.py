@@ -19,7 +19,8 @@ Why it looks the way it does:
   many chunks), and relations also carry ``source`` and ``target``. From those fields the
   store derives indexed fields (prefixed ``_kg_``, hidden from readers): the point's key,
   its doc ids, its chunk ids (so "the entities these chunks mention" is one filtered
-  search), and every directory prefix of its file paths, because Qdrant cannot
+  search), a relation's two entity keys (so "the relations of these entities" is one
+  filtered search), and every directory prefix of its file paths, because Qdrant cannot
   prefix-match a keyword payload (`path_prefixes`).
 - **Lexical beside dense.** Every point may carry a text for lexical search
   (`VectorPoint.lexical_text`); the store turns it into a BM25-style sparse vector with
@@ -71,12 +72,19 @@ INDEX_FIELD_PREFIX = "_kg_"
 KEY_FIELD = "_kg_key"
 DOC_IDS_FIELD = "_kg_doc_ids"
 CHUNK_IDS_FIELD = "_kg_chunk_ids"
+ENDS_FIELD = "_kg_ends"
 TERMS_FIELD = "_kg_terms"
 PATH_PREFIXES_FIELD = "_kg_path_prefixes"
-METADATA_FORMAT = "kgstream-vectors/2"  # /2: with the lexical sparse vector
-_OLDER_FORMATS = ("kgstream-vectors/1",)
+METADATA_FORMAT = "kgstream-vectors/3"  # /2: the lexical sparse vector; /3: relation ends
+_OLDER_FORMATS = ("kgstream-vectors/1", "kgstream-vectors/2")
 LEXICAL_VECTOR = "lexical"
-SEARCH_PAYLOAD_OMITS = (DOC_IDS_FIELD, CHUNK_IDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
+SEARCH_PAYLOAD_OMITS = (
+    DOC_IDS_FIELD,
+    CHUNK_IDS_FIELD,
+    ENDS_FIELD,
+    PATH_PREFIXES_FIELD,
+    TERMS_FIELD,
+)
 """Indexed fields a search never returns (filters use them; hits do not)."""
 
 
@@ -121,12 +129,15 @@ class VectorFilter:
     directory; it matches whole path components, so ``"a/b"`` matches ``a/b``,
     ``a/b/c.md`` but not ``a/bc.md``. `chunk_ids`: keep points whose ``chunk_id`` or
     ``chunk_ids`` payload includes any of these (an entity's or relation's source chunks).
+    `ends`: keep points whose ``source`` or ``target`` payload is one of these (the
+    relations of some entities).
     Several given: a point must satisfy all.
     """
 
     doc_ids: tuple[str, ...] = ()
     file_path_prefix: str | None = None
     chunk_ids: tuple[str, ...] = ()  # points that cite any of these chunks (empty: any)
+    ends: tuple[str, ...] = ()  # relations with any of these entity keys at an end (empty: any)
 
 
 @dataclass(frozen=True)
@@ -153,7 +164,7 @@ class CollectionRecord:
     kind: VectorKind
     space: str
     dimension: int
-    current_format: bool = True  # False: made by an older kgstream (no lexical vectors)
+    current_format: bool = True  # False: made by an older kgstream (fields missing)
 
     def to_metadata(self) -> dict[str, JsonValue]:
         return {
@@ -191,7 +202,8 @@ class VectorSpaceMismatchError(RuntimeError):
         if not stored.current_format:
             super().__init__(
                 f"workspace {workspace!r} holds {stored.kind.value} vectors (collection "
-                f"{stored.name!r}) from an older kgstream without lexical (sparse) vectors. "
+                f"{stored.name!r}) from an older kgstream (without the lexical vectors or "
+                "indexed fields this version searches with). "
                 "Run `kgstream rebuild-vectors` to re-create the collections from Redis."
             )
             return
@@ -360,14 +372,19 @@ def index_fields(
     stored[CHUNK_IDS_FIELD] = sorted(
         set(_string_fields(kind, key, payload, "chunk_id", "chunk_ids"))
     )
+    ends = {
+        end for name in ("source", "target") for end in _string_fields(kind, key, payload, name)
+    }
+    stored[ENDS_FIELD] = sorted(ends)
     stored[PATH_PREFIXES_FIELD] = prefixes
     stored[TERMS_FIELD] = sorted(set(lexical_terms(lexical_text)))
     return stored
 
 
 def _string_fields(
-    kind: VectorKind, key: str, payload: Mapping[str, JsonValue], one: str, many: str
+    kind: VectorKind, key: str, payload: Mapping[str, JsonValue], one: str, many: str = ""
 ) -> list[str]:
+    """The string in field `one` and the strings in list field `many` (if given)."""
     values: list[str] = []
     single = payload.get(one)
     if single is not None:
@@ -377,7 +394,7 @@ def _string_fields(
                 f"got {single!r}"
             )
         values.append(single)
-    several = payload.get(many)
+    several = payload.get(many) if many else None
     if several is not None:
         if not isinstance(several, list) or not all(isinstance(v, str) for v in several):
             raise ValueError(
@@ -400,6 +417,8 @@ def filter_conditions(query_filter: VectorFilter) -> list[tuple[str, list[str]]]
         conditions.append((DOC_IDS_FIELD, sorted(set(query_filter.doc_ids))))
     if query_filter.chunk_ids:
         conditions.append((CHUNK_IDS_FIELD, sorted(set(query_filter.chunk_ids))))
+    if query_filter.ends:
+        conditions.append((ENDS_FIELD, sorted(set(query_filter.ends))))
     prefix = query_filter.file_path_prefix
     if prefix is not None:
         stem = prefix.rstrip("/")
@@ -520,7 +539,8 @@ class BaseVectorStore(ABC):
         for kind, name in names.items():
             record = CollectionRecord(name, self.workspace, kind, space, dimension)
             self._create_or_open(
-                record, (DOC_IDS_FIELD, CHUNK_IDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
+                record,
+                (DOC_IDS_FIELD, CHUNK_IDS_FIELD, ENDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD),
             )
         self._space, self._dimension, self._names = space, dimension, names
 

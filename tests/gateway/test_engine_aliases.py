@@ -7,7 +7,7 @@ import pytest
 
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import Scope, find_entities
+from gateway.retrieval import Scope, find_entities, named_in
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import DOCUMENTS, build_corpus
@@ -55,7 +55,14 @@ def test_an_alias_of_several_entities_finds_them_all_first(namesakes):
     graph = namesakes.stores.graph
     vector = namesakes.embedder.embed(["Adam"])[0]
 
-    found = find_entities(namesakes.stores, ["Tell me about Adam."], "Adam", vector, 5, Scope())
+    found = find_entities(
+        namesakes.stores,
+        named_in(namesakes.stores, ["Tell me about Adam."]),
+        "Adam",
+        vector,
+        5,
+        Scope(),
+    )
 
     assert graph.entities_by_alias(["adam"]) == {"adam": ["adam jones", "adam smith"]}
     assert {entity.record.key for entity in found[:2]} == {"adam smith", "adam jones"}

@@ -8,7 +8,7 @@ import pytest
 import gateway.engine as engine_module
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import Scope, entity_relations, find_entities
+from gateway.retrieval import Scope, entity_relations, find_entities, named_in
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import build_corpus
@@ -39,7 +39,12 @@ def hub(redis_server, tmp_path_factory):
 def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
     vector = hub.embedder.embed(["Kessler Institute"])[0]
     entities = find_entities(
-        hub.stores, ["Kessler Institute"], "Kessler Institute", vector, 5, Scope()
+        hub.stores,
+        named_in(hub.stores, ["Kessler Institute"]),
+        "Kessler Institute",
+        vector,
+        5,
+        Scope(),
     )
     full, full_more = entity_relations(hub.stores, entities, Scope())
     limited, limited_more = entity_relations(hub.stores, entities, Scope(), relation_limit=20)

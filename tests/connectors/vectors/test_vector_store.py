@@ -560,3 +560,31 @@ def test_hits_without_payload_carry_the_same_keys_and_scores_and_an_empty_payloa
         assert full and [(h.key, h.score) for h in bare] == [(h.key, h.score) for h in full]
         assert all(hit.payload == {} for hit in bare)
         assert full[0].payload["file_path"] == "a.md"
+
+
+def test_an_ends_filter_finds_the_relations_of_those_entities(store: BaseVectorStore) -> None:
+    def relation(source: str, target: str, vector: list[float]) -> VectorPoint:
+        payload = {"source": source, "target": target, "doc_ids": ["d"], "file_paths": ["a.md"]}
+        return VectorPoint(VectorKind.RELATION, f"{source}|{target}", vector, payload)
+
+    store.upsert(
+        [
+            relation("ada", "bob", unit(1, 0)),
+            relation("bob", "cy", unit(1, 0.2)),
+            relation("cy", "dee", unit(1, 0)),
+        ]
+    )
+
+    hits = store.search(VectorKind.RELATION, unit(1, 0), 10, VectorFilter(ends=("ada", "cy")))
+
+    assert keys(hits) == ["ada|bob", "cy|dee", "bob|cy"]
+    assert hits[0].payload == {
+        "source": "ada",
+        "target": "bob",
+        "doc_ids": ["d"],
+        "file_paths": ["a.md"],
+    }
+    assert keys(store.search(VectorKind.RELATION, unit(1, 0), 10, VectorFilter(ends=("bob",)))) == [
+        "ada|bob",
+        "bob|cy",
+    ]
