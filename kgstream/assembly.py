@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.embeddings.cache import CachedEmbedder
-from connectors.embeddings.local import LocalEmbeddingOptions, LocalMiniLMEmbedder, LongTextMode
+from connectors.embeddings.local import (
+    LocalEmbeddingOptions,
+    LocalMiniLMEmbedder,
+    LongTextMode,
+    automatic_threads,
+)
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.llm.client import ChatClient, LLMOptions, SqliteResponseCache
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
@@ -65,7 +70,8 @@ def _model_embedder(settings: Settings) -> Embedder:
     long_text: LongTextMode = (
         "truncate" if settings.embedding_long_text == "truncate" else "windows"
     )
-    return LocalMiniLMEmbedder(LocalEmbeddingOptions(long_text=long_text))
+    threads = settings.embedding_threads or automatic_threads()
+    return LocalMiniLMEmbedder(LocalEmbeddingOptions(threads=threads, long_text=long_text))
 
 
 def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,11 +60,25 @@ class EmbeddingModelMissingError(RuntimeError):
     """A package or file the local embedding model needs is not installed."""
 
 
+MAX_AUTOMATIC_THREADS = 4
+
+
+def automatic_threads() -> int:
+    """One onnxruntime thread per core this process may run on, at most
+    `MAX_AUTOMATIC_THREADS` (a batch of short texts gains little from more)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_AUTOMATIC_THREADS, cores))
+
+
 @dataclass(frozen=True)
 class LocalEmbeddingOptions:
     """How to run the local model.
 
-    ``threads`` is onnxruntime's intra-op pool per embedder: keep it at 1 when several
+    ``threads`` is onnxruntime's intra-op pool per embedder (kgstream's setting
+    ``embedding_threads`` defaults to `automatic_threads`): keep it at 1 when several
     dataflow workers embed at once, so they do not fight for cores. A batch holds at most
     ``batch_size`` texts and ``max_batch_tokens`` padded tokens: on this CPU (bench/
     embedding_speed.py) batching triples the rate for short texts but halves it for

@@ -68,3 +68,20 @@ def test_long_text_embedding_mode_is_checked():
     )
     with pytest.raises(SettingsError, match="embedding_long_text"):
         load_settings({"KGSTREAM_EMBEDDING_LONG_TEXT": "average"})
+
+
+def test_embedding_threads_default_to_the_cores_and_reach_the_model(monkeypatch):
+    from connectors.embeddings import local
+    from kgstream.assembly import _model_embedder
+
+    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    assert local.automatic_threads() == local.MAX_AUTOMATIC_THREADS
+    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert load_settings({}).embedding_threads == 0
+    automatic = _model_embedder(load_settings({}))
+    one = _model_embedder(load_settings({"KGSTREAM_EMBEDDING_THREADS": "1"}))
+    assert isinstance(automatic, local.LocalMiniLMEmbedder)
+    assert isinstance(one, local.LocalMiniLMEmbedder)
+    assert (automatic.options.threads, one.options.threads) == (2, 1)
+    with pytest.raises(SettingsError, match="embedding_threads"):
+        load_settings({"KGSTREAM_EMBEDDING_THREADS": "-1"})
