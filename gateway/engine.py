@@ -49,6 +49,7 @@ from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.retrieval import (
     ChunkSearch,
     GraphLane,
+    NamedEntities,
     OneHop,
     Scope,
     cited_chunks,
@@ -381,7 +382,11 @@ class QueryEngine:
         # The relations' lexical search reads the whole question beside the themes: themes
         # alone ("writer") match relations at random, the names around them do not.
         wording = f"{high}, {question}" if high != question else high
-        named = named_in(stores, [params.question, *keywords.low_level])
+        named = (
+            named_in(stores, [params.question, *keywords.low_level])
+            if low or high
+            else NamedEntities()  # naive reads no graph
+        )
         far = (
             find_relations(stores, wording, vectors[high], top_k, scope, version, named.keys)
             if high

@@ -205,20 +205,6 @@ def one_hop(stores: Stores, entities: Sequence[RetrievedEntity]) -> OneHop:
     return OneHop(tuple(pairs), degrees)
 
 
-def entity_relations(
-    stores: Stores,
-    entities: Sequence[RetrievedEntity],
-    scope: Scope,
-    relation_limit: int | None = None,
-) -> tuple[list[RetrievedRelation], bool]:
-    """The entities' one-hop relations ranked by (edge degree, weight), and whether
-    `relation_limit` left lower-ranked relations unread (ties at the limit are read,
-    so the order stays exact)."""
-    hop = one_hop(stores, entities)
-    end = len(hop.pairs) if relation_limit is None else hop.slice_end(0, relation_limit)
-    return hop.read(stores, 0, end, scope), end < len(hop.pairs)
-
-
 def find_relations(
     stores: Stores,
     text: str,

@@ -78,14 +78,8 @@ PATH_PREFIXES_FIELD = "_kg_path_prefixes"
 METADATA_FORMAT = "kgstream-vectors/3"  # /2: the lexical sparse vector; /3: relation ends
 _OLDER_FORMATS = ("kgstream-vectors/1", "kgstream-vectors/2")
 LEXICAL_VECTOR = "lexical"
-SEARCH_PAYLOAD_OMITS = (
-    DOC_IDS_FIELD,
-    CHUNK_IDS_FIELD,
-    ENDS_FIELD,
-    PATH_PREFIXES_FIELD,
-    TERMS_FIELD,
-)
-"""Indexed fields a search never returns (filters use them; hits do not)."""
+INDEXED_FIELDS = (DOC_IDS_FIELD, CHUNK_IDS_FIELD, ENDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
+"""The keyword-indexed fields: filters and counts use them, a search never returns them."""
 
 
 class VectorKind(enum.Enum):
@@ -506,7 +500,7 @@ class BaseVectorStore(ABC):
         """At most `limit` hits, score descending (ties in any order): by cosine for a
         dense query, by the lexical vector (IDF applied) for a sparse one; `ids` None
         means every point, else only those point ids. Each hit's payload holds
-        `KEY_FIELD` and, with `with_payload`, the caller's fields (`SEARCH_PAYLOAD_OMITS`
+        `KEY_FIELD` and, with `with_payload`, the caller's fields (`INDEXED_FIELDS`
         are never needed from a search: reading their long lists back is most of a
         search's cost)."""
 
@@ -538,10 +532,7 @@ class BaseVectorStore(ABC):
                 raise VectorSpaceMismatchError(self.workspace, stored, space, dimension)
         for kind, name in names.items():
             record = CollectionRecord(name, self.workspace, kind, space, dimension)
-            self._create_or_open(
-                record,
-                (DOC_IDS_FIELD, CHUNK_IDS_FIELD, ENDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD),
-            )
+            self._create_or_open(record, INDEXED_FIELDS)
         self._space, self._dimension, self._names = space, dimension, names
 
     def upsert(self, points: Iterable[VectorPoint]) -> None:

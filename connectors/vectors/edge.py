@@ -33,9 +33,9 @@ import numpy as np
 import qdrant_edge as edge
 
 from connectors.vectors.base import (
+    INDEXED_FIELDS,
     KEY_FIELD,
     LEXICAL_VECTOR,
-    SEARCH_PAYLOAD_OMITS,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -47,7 +47,7 @@ from connectors.vectors.base import (
 from dataflow.core.lexical import SparseVector
 
 _RECORD_FILE = "kgstream.json"
-_SEARCH_PAYLOAD = edge.PayloadSelector.Exclude(list(SEARCH_PAYLOAD_OMITS))
+_SEARCH_PAYLOAD = edge.PayloadSelector.Exclude(list(INDEXED_FIELDS))
 _KEY_ONLY = edge.PayloadSelector.Include([KEY_FIELD])
 _SHARD_DIR = "shard"
 

@@ -9,9 +9,9 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from connectors.vectors.base import (
+    INDEXED_FIELDS,
     KEY_FIELD,
     LEXICAL_VECTOR,
-    SEARCH_PAYLOAD_OMITS,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -134,7 +134,7 @@ class QdrantClientVectorStore(BaseVectorStore):
         with_payload: bool,
     ) -> list[RawHit]:
         selector: models.PayloadSelector = (
-            models.PayloadSelectorExclude(exclude=list(SEARCH_PAYLOAD_OMITS))
+            models.PayloadSelectorExclude(exclude=list(INDEXED_FIELDS))
             if with_payload
             else models.PayloadSelectorInclude(include=[KEY_FIELD])
         )

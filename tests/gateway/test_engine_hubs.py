@@ -8,7 +8,7 @@ import pytest
 import gateway.engine as engine_module
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import Scope, entity_relations, find_entities, named_in
+from gateway.retrieval import Scope, find_entities, named_in, one_hop
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import build_corpus
@@ -46,11 +46,13 @@ def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
         5,
         Scope(),
     )
-    full, full_more = entity_relations(hub.stores, entities, Scope())
-    limited, limited_more = entity_relations(hub.stores, entities, Scope(), relation_limit=20)
+    hop = one_hop(hub.stores, entities)
+    full = hop.read(hub.stores, 0, len(hop.pairs), Scope())
+    end = hop.slice_end(0, 20)
+    limited = hop.read(hub.stores, 0, end, Scope())
     assert entities[0].record.key == "kessler institute"
     assert len(full) >= PARTNERS
-    assert limited_more and not full_more
+    assert end < len(hop.pairs)  # the slice left lower-ranked relations unread
     assert 20 <= len(limited) < len(full)
     assert limited == full[: len(limited)]
 
