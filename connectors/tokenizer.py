@@ -148,10 +148,31 @@ def _load_encoding_once(name: str) -> tiktoken.Encoding:
 
 _CACHED_TEXT_CHARS = 4096
 
+# Where a long text is cut to be counted in parts: after the newline of "}\n{". Both
+# encodings' pre-tokenizers end a piece there (the punctuation run that holds "}" takes
+# the newlines after it and nothing else), and tiktoken encodes each piece alone, so the
+# parts' counts sum to the whole's exactly (tests/connectors/test_tokenizer.py checks it). Context
+# lines are JSON objects joined by newlines: a prompt's parts are mostly lines counted
+# before, found in the cache.
+_PART_BREAK = "}\n{"
+
 
 @functools.lru_cache(maxsize=65536)
 def _cached_count(encoding_name: str, text: str) -> int:
     return len(load_encoding(encoding_name).encode_ordinary(text))
+
+
+def _parts(text: str) -> list[str]:
+    """`text` cut after each newline of "}\n{" (see `_PART_BREAK`); joined, the parts
+    are `text`."""
+    pieces = text.split(_PART_BREAK)
+    if len(pieces) == 1:
+        return pieces
+    last = len(pieces) - 1
+    return [
+        ("{" if number else "") + piece + ("}\n" if number < last else "")
+        for number, piece in enumerate(pieces)
+    ]
 
 
 class TiktokenTokenizer:
@@ -192,9 +213,14 @@ class TiktokenTokenizer:
         Short texts are counted through a cache: the gateway counts the context line of
         every entity and relation it considers, and hub entities recur in most answers.
         """
-        if len(text) > _CACHED_TEXT_CHARS:
-            return len(self.encode(text))
-        return _cached_count(self._encoding.name, text)
+        if len(text) <= _CACHED_TEXT_CHARS:
+            return _cached_count(self._encoding.name, text)
+        return sum(self._count_part(part) for part in _parts(text))
+
+    def _count_part(self, part: str) -> int:
+        if len(part) > _CACHED_TEXT_CHARS:
+            return len(self.encode(part))
+        return _cached_count(self._encoding.name, part)
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.encoding_name!r})"

@@ -38,7 +38,7 @@ from connectors.vectors.base import VectorFilter, VectorHit, VectorKind
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.lexical import STOPWORDS, SparseVector
-from dataflow.core.naming import relation_pair
+from dataflow.core.naming import relation_pair, relation_pair_of
 from gateway.fusion import Lane, fuse
 from gateway.names import matched_names, name_spans, named_entities
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
@@ -223,18 +223,14 @@ def find_relations(
     with one person's relations (measured: global mode found both passages of such
     questions for 0.69 of them, where vector search over chunks finds 0.94)."""
     vectors = stores.vectors
-    dense = vectors.search(VectorKind.RELATION, vector, top_k, scope.vector_filter())
+    in_scope = scope.vector_filter()
+    dense = vectors.search(VectorKind.RELATION, vector, top_k, in_scope, with_payload=False)
     lexical = vectors.search_lexical(
-        VectorKind.RELATION, text, top_k, scope.vector_filter(), as_of=version
+        VectorKind.RELATION, text, top_k, in_scope, with_payload=False, as_of=version
     )
-    around, hits = _relations_of_named(stores, named, vector, scope)
-    pairs: dict[str, RelationPair] = {}
-    for hit in (*dense, *lexical, *hits):
-        source, target = hit.payload.get("source"), hit.payload.get("target")
-        if isinstance(source, str) and isinstance(target, str) and source and target != source:
-            pairs[hit.key] = relation_pair(source, target)
+    around = _relations_of_named(stores, named, vector, scope)
     lanes = [Lane(hit_keys(dense)), Lane(hit_keys(lexical)), Lane(around, NAMED_LANE_WEIGHT)]
-    fused = [(pairs[key], score) for key, score in fuse(lanes) if key in pairs][:top_k]
+    fused = [(relation_pair_of(key), score) for key, score in fuse(lanes)][:top_k]
     if not fused:
         return GraphLane()
     graph = stores.graph
@@ -262,25 +258,25 @@ NAMED_LANE_WEIGHT = 2.0
 
 def _relations_of_named(
     stores: Stores, named: Sequence[str], vector: Sequence[float], scope: Scope
-) -> tuple[list[str], list[VectorHit]]:
-    """The named entities' relations closest to `vector`, taking turns by entity (each
-    one's best, then each one's second best, up to `NAMED_RELATIONS_EACH` each), from
-    one search filtered to relations with a named entity at an end; and the hits."""
+) -> list[str]:
+    """The named entities' relations (ids) closest to `vector`, taking turns by entity
+    (each one's best, then each one's second best, up to `NAMED_RELATIONS_EACH` each),
+    from one search filtered to relations with a named entity at an end."""
     named = list(named[:NAMED_FOR_RELATIONS])
     if not named:
-        return [], []
+        return []
     limit = NAMED_RELATIONS_EACH * len(named) * 4
     hits = stores.vectors.search(
-        VectorKind.RELATION, vector, limit, scope.vector_filter(ends=named)
+        VectorKind.RELATION, vector, limit, scope.vector_filter(ends=named), with_payload=False
     )
     turns: dict[str, list[str]] = {key: [] for key in named}
     for hit in hits:
-        for end in (hit.payload.get("source"), hit.payload.get("target")):
-            mine = turns.get(str(end))
+        for end in relation_pair_of(hit.key):
+            mine = turns.get(end)
             if mine is not None and len(mine) < NAMED_RELATIONS_EACH:
                 mine.append(hit.key)
     ranked = [key for turn in zip_longest(*turns.values()) for key in turn if key is not None]
-    return list(dict.fromkeys(ranked)), hits
+    return list(dict.fromkeys(ranked))
 
 
 # -- chunks -------------------------------------------------------------------------------
@@ -355,12 +351,10 @@ class ChunkSearch:
             self.vector,
             BRIDGE_ENTITIES,
             self.scope.vector_filter(chunk_ids=seeds[:BRIDGE_SEEDS]),
+            with_payload=False,
         )
-        candidates: list[str] = []
-        for hit in hits:
-            cited = hit.payload.get("chunk_ids")
-            if isinstance(cited, list) and len(cited) <= BRIDGE_MAX_CITED:
-                candidates.extend(str(c) for c in cited)
+        cited = self.stores.graph.chunk_ids_of_few(hit_keys(hits), BRIDGE_MAX_CITED)
+        candidates = [chunk for hit in hits for chunk in cited.get(hit.key, ())]
         # The seeds stay among the candidates: the lane is a ranking to fuse, and leaving
         # out the best chunks would push them down the fused list.
         return self.relevant(candidates, limit)

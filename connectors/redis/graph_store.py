@@ -513,6 +513,22 @@ class GraphStore:
         rows = self._hgetall_many([self.keys.entity(k) for k in wanted])
         return {k: _entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
 
+    def chunk_ids_of_few(self, keys: Iterable[str], at_most: int) -> dict[str, tuple[str, ...]]:
+        """The source chunk ids of those entities that cite at most `at_most` chunks
+        (the others, and missing entities, are left out), in one round trip. A hub's
+        long list is never parsed: chunk ids ("chunk-" + hex) hold no comma, so a list
+        with `at_most` commas has too many."""
+        wanted = list(dict.fromkeys(keys))
+        pipe = self._client.pipeline(transaction=False)
+        for key in wanted:
+            pipe.hget(self.keys.entity(key), "source_chunk_ids")
+        found = pipe.execute() if wanted else []
+        return {
+            key: _load_list(text)
+            for key, text in zip(wanted, found, strict=True)
+            if text is not None and text.count(",") < at_most
+        }
+
     def get_relations(self, pairs: Iterable[Pair]) -> dict[Pair, RelationRecord]:
         """Relations by pair, in either order; the result is keyed by the sorted pair."""
         wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))

@@ -41,6 +41,7 @@ from __future__ import annotations
 import enum
 import functools
 import hashlib
+import itertools
 import math
 import re
 import threading
@@ -140,13 +141,18 @@ class VectorStoreOptions:
 
     `batch_size`: points per upsert/delete/retrieve request; bounds request size and
     memory, and (on a server) the size of one HTTP/gRPC message.
+    `cached_keys`: point id -> key pairs kept for searches without payload (about 150
+    bytes each; the oldest go first).
     """
 
     batch_size: int = 256
+    cached_keys: int = 1 << 18
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ValueError(f"VectorStoreOptions.batch_size must be >= 1; got {self.batch_size}")
+        if self.cached_keys < 0:
+            raise ValueError(f"VectorStoreOptions.cached_keys must be >= 0; got {self.cached_keys}")
 
 
 @dataclass(frozen=True)
@@ -427,8 +433,10 @@ def filter_conditions(query_filter: VectorFilter) -> list[tuple[str, list[str]]]
 
 @dataclass(frozen=True)
 class RawHit:
-    """A backend's scored point, before ties are ordered."""
+    """A backend's scored point, before ties are ordered: its point id (the UUID string
+    `point_id` gives), score, and payload (empty for a search without payload)."""
 
+    point_id: str
     score: float
     payload: Mapping[str, Any]
 
@@ -459,6 +467,10 @@ class BaseVectorStore(ABC):
         self._counts_lock = threading.Lock()
         self._counts_as_of: int | None = None
         self._counts: dict[tuple[str, str | None], int] = {}
+        # Point id -> key, for searches without payload. Never stale: an id is a hash of
+        # its key (`point_id`), so it names the same key whatever is written or deleted.
+        self._keys_lock = threading.Lock()
+        self._keys: dict[str, str] = {}
 
     # -- backend primitives -------------------------------------------------------------
 
@@ -499,13 +511,18 @@ class BaseVectorStore(ABC):
     ) -> list[RawHit]:
         """At most `limit` hits, score descending (ties in any order): by cosine for a
         dense query, by the lexical vector (IDF applied) for a sparse one; `ids` None
-        means every point, else only those point ids. Each hit's payload holds
-        `KEY_FIELD` and, with `with_payload`, the caller's fields (`INDEXED_FIELDS`
-        are never needed from a search: reading their long lists back is most of a
-        search's cost)."""
+        means every point, else only those point ids. With `with_payload`, each hit's
+        payload holds `KEY_FIELD` and the caller's fields (`INDEXED_FIELDS` are never
+        needed from a search: reading their long lists back is most of a search's
+        cost); without, no payload is read at all (keys come from `_retrieve_keys`, once
+        per point id: reading a payload costs more than scoring the whole collection)."""
 
     @abstractmethod
     def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]: ...
+
+    @abstractmethod
+    def _retrieve_keys(self, name: str, ids: list[str]) -> dict[str, str]:
+        """The `KEY_FIELD` of each of those points that exists, by point id."""
 
     @abstractmethod
     def _count(self, name: str, field: str | None = None, value: str = "") -> int:
@@ -656,17 +673,42 @@ class BaseVectorStore(ABC):
             if len(raw) < limit or raw[-1].score < raw[top_k - 1].score:
                 break
             limit *= 2
+        keys = self._keys_of(name, raw)
         hits = [
             VectorHit(
                 kind,
-                str(hit.payload[KEY_FIELD]),
+                keys[hit.point_id],
                 hit.score,
                 strip_index_fields(hit.payload) if with_payload else {},
             )
             for hit in raw
+            if hit.point_id in keys  # else deleted since the search: as if searched after
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.key))
         return hits[:top_k]
+
+    def _keys_of(self, name: str, raw: Sequence[RawHit]) -> dict[str, str]:
+        """The keys of `raw`'s points: from their payloads, the id cache, or the backend."""
+        keys: dict[str, str] = {}
+        missing: list[str] = []
+        with self._keys_lock:
+            for hit in raw:
+                key = hit.payload.get(KEY_FIELD)
+                if key is not None:
+                    keys[hit.point_id] = str(key)
+                elif (known := self._keys.get(hit.point_id)) is not None:
+                    keys[hit.point_id] = known
+                else:
+                    missing.append(hit.point_id)
+        if missing:
+            keys.update(self._retrieve_keys(name, missing))
+        with self._keys_lock:
+            self._keys.update(keys)
+            excess = len(self._keys) - self.options.cached_keys
+            if excess > 0:  # forget the oldest entries (dicts keep insertion order)
+                for stale in list(itertools.islice(self._keys, excess)):
+                    del self._keys[stale]
+        return keys
 
     def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
         name = self._name(kind)

@@ -11,6 +11,10 @@ Layout on disk, one directory per collection::
     {path}/{collection name}/shard/          the Edge shard (segments, WAL, config)
     {path}/{collection name}/kgstream.json   the `CollectionRecord` (workspace, space, ...)
 
+Reading a point's payload back costs more than scoring it (a 41-hit search over 1,000
+chunks: 0.06 ms without payload, 0.58 ms with its key alone), so searches that need only
+keys read no payload; the base class maps point ids to keys through a cache.
+
 Edge never optimizes on its own: points stay in an appendable plain segment that is
 searched exactly (brute force in Rust: ~2.5 ms for 20k x 384-d), so results are exact.
 `optimize` builds HNSW indexes and vacuums deletes; it blocks for seconds (4-19 s on
@@ -170,11 +174,15 @@ class EdgeVectorStore(BaseVectorStore):
                 limit=limit,
                 query=nearest,
                 filter=query_filter,
-                with_payload=_SEARCH_PAYLOAD if with_payload else _KEY_ONLY,
+                with_payload=_SEARCH_PAYLOAD if with_payload else False,
                 params=self._search_params,
             )
         )
-        return [RawHit(p.score, p.payload or {}) for p in points]
+        return [RawHit(str(p.id), p.score, p.payload or {}) for p in points]
+
+    def _retrieve_keys(self, name: str, ids: list[str]) -> dict[str, str]:
+        records = self._shards[name].retrieve(list(ids), with_payload=_KEY_ONLY, with_vector=False)
+        return {str(r.id): str(r.payload[KEY_FIELD]) for r in records if r.payload}
 
     def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]:
         records = self._shards[name].retrieve(list(ids), with_payload=True, with_vector=True)

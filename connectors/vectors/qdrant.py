@@ -133,10 +133,8 @@ class QdrantClientVectorStore(BaseVectorStore):
         ids: list[str] | None,
         with_payload: bool,
     ) -> list[RawHit]:
-        selector: models.PayloadSelector = (
-            models.PayloadSelectorExclude(exclude=list(INDEXED_FIELDS))
-            if with_payload
-            else models.PayloadSelectorInclude(include=[KEY_FIELD])
+        selector: models.PayloadSelector | bool = (
+            models.PayloadSelectorExclude(exclude=list(INDEXED_FIELDS)) if with_payload else False
         )
         must: list[Any] = [
             models.FieldCondition(key=field, match=models.MatchAny(any=values))
@@ -163,7 +161,15 @@ class QdrantClientVectorStore(BaseVectorStore):
                 query_filter=query_filter,
                 with_payload=selector,
             )
-        return [RawHit(point.score, point.payload or {}) for point in response.points]
+        return [
+            RawHit(str(point.id), point.score, point.payload or {}) for point in response.points
+        ]
+
+    def _retrieve_keys(self, name: str, ids: list[str]) -> dict[str, str]:
+        records = self.client.retrieve(
+            name, ids, with_payload=models.PayloadSelectorInclude(include=[KEY_FIELD])
+        )
+        return {str(r.id): str(r.payload[KEY_FIELD]) for r in records if r.payload}
 
     def _retrieve(self, name: str, ids: list[str]) -> list[RawRecord]:
         records = self.client.retrieve(name, ids, with_payload=True, with_vectors=True)

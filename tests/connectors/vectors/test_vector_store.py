@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -588,3 +588,38 @@ def test_an_ends_filter_finds_the_relations_of_those_entities(store: BaseVectorS
         "ada|bob",
         "bob|cy",
     ]
+
+
+def test_searches_without_payload_read_each_points_key_once(
+    store: BaseVectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading a payload back costs more than scoring a whole collection: a search
+    # without payload reads none, and a point's key is read from the backend only the
+    # first time it is hit (a point id is a hash of its key, so the pair never changes).
+    store.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(6)])
+    reads: list[list[str]] = []
+    original = store._retrieve_keys
+
+    def counted(name: str, ids: list[str]) -> dict[str, str]:
+        reads.append(ids)
+        return original(name, ids)
+
+    monkeypatch.setattr(store, "_retrieve_keys", counted)
+    first = store.search(VectorKind.CHUNK, unit(1, 0), 3, with_payload=False)
+    again = store.search(VectorKind.CHUNK, unit(1, 0), 6, with_payload=False)
+
+    assert keys(first) == ["c-0", "c-1", "c-2"]
+    assert keys(again) == ["c-0", "c-1", "c-2", "c-3", "c-4", "c-5"]
+    assert sorted(id for ids in reads for id in ids) == sorted(
+        point_id(VectorKind.CHUNK, f"c-{n}") for n in range(6)
+    )  # each id once: the second search read only the three keys it had not seen
+    store.delete(VectorKind.CHUNK, ["c-0"])
+    assert keys(store.search(VectorKind.CHUNK, unit(1, 0), 2, with_payload=False)) == ["c-1", "c-2"]
+
+
+def test_the_key_cache_keeps_at_most_its_size(store: BaseVectorStore) -> None:
+    store.options = replace(store.options, cached_keys=2)
+    store.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(5)])
+    hits = store.search(VectorKind.CHUNK, unit(1, 0), 5, with_payload=False)
+    assert keys(hits) == [f"c-{n}" for n in range(5)]
+    assert len(store._keys) == 2
