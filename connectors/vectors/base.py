@@ -42,6 +42,7 @@ import enum
 import functools
 import hashlib
 import itertools
+import logging
 import math
 import re
 import threading
@@ -65,6 +66,8 @@ JsonValue: TypeAlias = (
     "str | int | float | bool | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
 )
 """A payload value: JSON data (lists and dicts; read back, sequences are lists)."""
+
+_log = logging.getLogger(__name__)
 
 KGSTREAM_POINT_NAMESPACE = uuid.UUID("6f1c1a52-3d0e-5b8e-9a57-2f4c8b1d7e90")
 """Namespace of every point id; fixed forever, or every stored point id changes."""
@@ -471,6 +474,8 @@ class BaseVectorStore(ABC):
         # its key (`point_id`), so it names the same key whatever is written or deleted.
         self._keys_lock = threading.Lock()
         self._keys: dict[str, str] = {}
+        self._warmup: threading.Thread | None = None
+        self._warmup_stop = threading.Event()
 
     # -- backend primitives -------------------------------------------------------------
 
@@ -523,6 +528,10 @@ class BaseVectorStore(ABC):
     @abstractmethod
     def _retrieve_keys(self, name: str, ids: list[str]) -> dict[str, str]:
         """The `KEY_FIELD` of each of those points that exists, by point id."""
+
+    @abstractmethod
+    def _scroll_keys(self, name: str, page_size: int) -> Iterator[list[tuple[str, str]]]:
+        """Every point's (point id, `KEY_FIELD`), in pages, reading no other field."""
 
     @abstractmethod
     def _count(self, name: str, field: str | None = None, value: str = "") -> int:
@@ -737,7 +746,39 @@ class BaseVectorStore(ABC):
         if self._space is not None:
             self.ensure_collections(self._space, self._dimension)
 
+    def start_key_warmup(self) -> None:
+        """Read point keys into the id -> key cache in a background thread, a page of each
+        collection in turn, until the cache is full or every key is in: a gateway's first
+        searches then read no payload either (a fresh process reads a point's payload
+        ~4x slower than a scroll does: ~70 vs ~18 us). `close` stops it."""
+        if self._warmup is None and self._names:
+            self._warmup_stop.clear()
+            self._warmup = threading.Thread(
+                target=self._warm_keys, args=(list(self._names.values()),), daemon=True
+            )
+            self._warmup.start()
+
+    def _warm_keys(self, names: list[str]) -> None:
+        try:
+            pages = [self._scroll_keys(name, self.options.batch_size) for name in names]
+            for round_of_pages in itertools.zip_longest(*pages):
+                for page in round_of_pages:
+                    if self._warmup_stop.is_set():
+                        return
+                    with self._keys_lock:
+                        room = self.options.cached_keys - len(self._keys)
+                        if room <= 0:
+                            return
+                        for point, key in (page or [])[:room]:
+                            self._keys.setdefault(point, key)
+        except Exception as error:  # a cold cache is only slower: never fail a process for it
+            _log.warning("reading point keys ahead stopped: %s", error)
+
     def close(self) -> None:
+        warmup, self._warmup = self._warmup, None
+        if warmup is not None:
+            self._warmup_stop.set()
+            warmup.join()
         self._close_backend()
         self._space, self._dimension, self._names = None, 0, {}
 

@@ -210,6 +210,19 @@ class EdgeVectorStore(BaseVectorStore):
             if offset is None:
                 return
 
+    def _scroll_keys(self, name: str, page_size: int) -> Iterator[list[tuple[str, str]]]:
+        shard = self._shards[name]
+        offset: Any = None
+        while True:
+            records, offset = shard.scroll(
+                edge.ScrollRequest(
+                    offset=offset, limit=page_size, with_payload=_KEY_ONLY, with_vector=False
+                )
+            )
+            yield [(str(r.id), str(r.payload[KEY_FIELD])) for r in records if r.payload]
+            if offset is None:
+                return
+
     def _close_backend(self) -> None:
         shards, self._shards = self._shards, {}
         for shard in shards.values():

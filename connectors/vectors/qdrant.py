@@ -196,5 +196,16 @@ class QdrantClientVectorStore(BaseVectorStore):
             if offset is None:
                 return
 
+    def _scroll_keys(self, name: str, page_size: int) -> Iterator[list[tuple[str, str]]]:
+        offset: Any = None
+        key_only = models.PayloadSelectorInclude(include=[KEY_FIELD])
+        while True:
+            records, offset = self.client.scroll(
+                name, limit=page_size, offset=offset, with_payload=key_only, with_vectors=False
+            )
+            yield [(str(r.id), str(r.payload[KEY_FIELD])) for r in records if r.payload]
+            if offset is None:
+                return
+
     def _close_backend(self) -> None:
         self.client.close()

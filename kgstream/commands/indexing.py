@@ -72,7 +72,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
                 engine = build_engine(settings, stores, embedder, metrics, client)
-                gateway = start_gateway(settings, engine, components.stores.graph)
+                gateway = start_gateway(settings, engine, stores)
             if settings.kafka_bootstrap_servers and args.watch is None:
                 from kgstream.telemetry import ConsumerLagReporter
 

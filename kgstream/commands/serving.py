@@ -11,15 +11,17 @@ from kgstream.commands.common import UserError, data_dir_lock, require_index, te
 from kgstream.settings import Settings
 
 
-def start_gateway(settings: Settings, engine: Any, graph: Any) -> Any:
+def start_gateway(settings: Settings, engine: Any, stores: Any) -> Any:
+    """Serve `engine` over gRPC, and read the vector keys its searches will need ahead."""
     from kgstream.assembly import serve_gateway
 
     try:
-        gateway = serve_gateway(settings, engine, graph)
+        gateway = serve_gateway(settings, engine, stores.graph)
     except OSError as error:
         raise UserError(
             str(error), "is another gateway running there? pass --grpc HOST:PORT (or --no-serve)"
         ) from None
+    stores.vectors.start_key_warmup()
     _print_serving(gateway.address)
     return gateway
 
@@ -47,7 +49,7 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
         stores = open_settings_stores(settings, embedder)
         try:
             engine = build_engine(settings, stores, embedder, metrics)
-            gateway = start_gateway(settings, engine, stores.graph)
+            gateway = start_gateway(settings, engine, stores)
             try:
                 _wait_for_stop_signal()
             finally:

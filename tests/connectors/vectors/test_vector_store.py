@@ -7,6 +7,7 @@ Qdrant Edge on disk. (No Qdrant server runs here; local mode shares the server's
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -623,3 +624,27 @@ def test_the_key_cache_keeps_at_most_its_size(store: BaseVectorStore) -> None:
     hits = store.search(VectorKind.CHUNK, unit(1, 0), 5, with_payload=False)
     assert keys(hits) == [f"c-{n}" for n in range(5)]
     assert len(store._keys) == 2
+
+
+def test_the_key_warmup_reads_every_key_ahead_and_stops_on_close(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = backend.open()
+    opened.ensure_collections(SPACE, DIM)
+    opened.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(7)])
+    opened.upsert([entity(f"e-{n}", unit(0, 1, n / 10), ["d"], ["a.md"]) for n in range(4)])
+    opened.start_key_warmup()
+    deadline = time.monotonic() + 30
+    while len(opened._keys) < 11 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(opened._keys) == 11
+
+    def unexpected(name: str, ids: list[str]) -> dict[str, str]:
+        raise AssertionError(f"read keys {ids} after the warm-up")
+
+    monkeypatch.setattr(opened, "_retrieve_keys", unexpected)
+    found = opened.search(VectorKind.ENTITY, unit(0, 1), 4, with_payload=False)
+    assert keys(found) == ["e-0", "e-1", "e-2", "e-3"]
+    warmup = opened._warmup
+    opened.close()
+    assert warmup is not None and not warmup.is_alive() and opened._warmup is None
