@@ -197,29 +197,26 @@ class EdgeVectorStore(BaseVectorStore):
         return self._shards[name].count(edge.CountRequest(exact=True, filter=count_filter))
 
     def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]:
-        shard = self._shards[name]
-        offset: Any = None
-        while True:
-            records, offset = shard.scroll(
-                edge.ScrollRequest(
-                    offset=offset, limit=page_size, with_payload=True, with_vector=True
-                )
-            )
+        for records in self._pages(name, page_size, True, with_vector=True):
             for r in records:
                 yield RawRecord(dense_vector(r.vector, "Qdrant Edge"), r.payload or {})
-            if offset is None:
-                return
 
     def _scroll_keys(self, name: str, page_size: int) -> Iterator[list[tuple[str, str]]]:
+        for records in self._pages(name, page_size, _KEY_ONLY, with_vector=False):
+            yield [(str(r.id), str(r.payload[KEY_FIELD])) for r in records if r.payload]
+
+    def _pages(
+        self, name: str, page_size: int, payload: Any, *, with_vector: bool
+    ) -> Iterator[list[Any]]:
         shard = self._shards[name]
         offset: Any = None
         while True:
             records, offset = shard.scroll(
                 edge.ScrollRequest(
-                    offset=offset, limit=page_size, with_payload=_KEY_ONLY, with_vector=False
+                    offset=offset, limit=page_size, with_payload=payload, with_vector=with_vector
                 )
             )
-            yield [(str(r.id), str(r.payload[KEY_FIELD])) for r in records if r.payload]
+            yield records
             if offset is None:
                 return
 
