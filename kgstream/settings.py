@@ -76,6 +76,9 @@ class Settings:
     # event log
     kafka_bootstrap_servers: str | None = None
     kafka_topic: str = "kgstream.documents"
+    # where undecodable messages are copied (with reason headers); unset: logged, counted and
+    # listed by `kgstream status` only
+    dlq_topic: str | None = None
     # gateway
     grpc_address: str = "127.0.0.1:50051"
     grpc_auth_token: str | None = None
@@ -88,6 +91,11 @@ class Settings:
         if self.embedding_long_text not in ("windows", "truncate"):
             raise SettingsError(
                 f"embedding_long_text must be windows or truncate; got {self.embedding_long_text!r}"
+            )
+        if self.dlq_topic is not None and self.dlq_topic in ("", self.kafka_topic):
+            raise SettingsError(
+                f"dlq_topic must be a topic other than kafka_topic ({self.kafka_topic!r}); "
+                f"got {self.dlq_topic!r}"
             )
         if self.embedding_threads < 0:
             raise SettingsError(
