@@ -22,6 +22,7 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
 from dataflow.core.documents import DocumentLimits
 from dataflow.core.prompts import ExtractionPromptOptions
+from kgstream.logs import level_number
 
 ENV_PREFIX = "KGSTREAM_"
 # Names that OpenAI-compatible tooling already uses, honoured as aliases.
@@ -85,6 +86,8 @@ class Settings:
     # operations
     metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
     log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
+    log_level: str = "INFO"  # kgstream's own records from this level up
+    library_log_level: str = "WARNING"  # kafka-python, httpx, openai, grpc, ... (logs.py)
 
     def __post_init__(self) -> None:
         # Build every option object once so a bad value fails here, by name.
@@ -97,6 +100,11 @@ class Settings:
                 f"dlq_topic must be a topic other than kafka_topic ({self.kafka_topic!r}); "
                 f"got {self.dlq_topic!r}"
             )
+        for name in ("log_level", "library_log_level"):
+            try:
+                level_number(getattr(self, name))
+            except ValueError as error:
+                raise SettingsError(f"{name}: {error}") from error
         if self.embedding_threads < 0:
             raise SettingsError(
                 f"embedding_threads must be >= 0 (0: one per core, at most 4); "
