@@ -74,6 +74,7 @@ def status_data(graph: Any) -> dict[str, Any]:
     return {
         "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
         "index_version": graph.version(),
+        "records": graph.record_counts(),
         "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
         "dead_letters": {
             "count": dead_count,
@@ -100,6 +101,7 @@ def print_status(graph: Any, as_json: bool) -> None:
         return
     counts = ", ".join(f"{name} {count}" for name, count in data["documents"].items())
     print(f"index version {data['index_version']}; documents: {counts}")
+    print(", ".join(f"{count} {name}" for name, count in data["records"].items()))
     if data["consumer_lag"]:
         lag = ", ".join(f"partition {p}: {n}" for p, n in data["consumer_lag"].items())
         print(f"consumer lag: {lag}")
