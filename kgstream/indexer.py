@@ -8,14 +8,18 @@ together: a data directory is one index.
 
 from __future__ import annotations
 
+import os
 import signal
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from bytewax.errors import BytewaxRuntimeError
-from bytewax.inputs import Source
+from bytewax.inputs import FixedPartitionedSource, Source, StatefulSourcePartition
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
 
@@ -60,13 +64,18 @@ def run_indexer(
 ) -> None:
     """Run the dataflow until its source ends (one-shot), or until SIGINT/SIGTERM.
 
-    A stop by signal returns normally: the recovery database holds the last
-    completed epoch, and the next run resumes from there.
+    The first signal asks the sources to end: what is in flight is committed, the
+    dataflow completes as a one-shot run does, and the recovery database holds a final
+    snapshot the next run resumes from (one line is printed, no traceback). A second
+    signal stops at once; the next run then resumes from the last completed epoch.
     """
     if on_commit is not None:
         components.on_commit = on_commit
+    stop = _Stop()
+    if isinstance(source, FixedPartitionedSource):
+        source = StoppableSource(source, stop.requested)
     flow = build_flow(source, components)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         cli_main(  # type: ignore[no-untyped-call]
             flow,
@@ -82,8 +91,84 @@ def run_indexer(
         if not isinstance(error.__cause__, KeyboardInterrupt):
             raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+class _Stop:
+    """The SIGINT/SIGTERM handler of a run: the first signal sets `requested`, a second
+    stops at once."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+
+    def __call__(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if not self.requested.is_set():
+            self.requested.set()
+            print(
+                f"kgstream: {name}: stopping once the documents in flight are committed "
+                "(send it again to stop at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        print(
+            f"kgstream: {name} again: stopping now; the next run resumes from the last snapshot",
+            file=sys.stderr,
+            flush=True,
+        )
+        # Bytewax reports an interrupt as a Rust panic with a backtrace (RUST_BACKTRACE is
+        # often set): the line above is all there is to say.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stderr.fileno())
+        raise KeyboardInterrupt(name)
+
+
+_STOP_POLL = timedelta(seconds=0.2)
+
+
+class StoppableSource(FixedPartitionedSource[SourceEvent, Any]):
+    """`inner`, whose partitions end (as at the end of a one-shot run) once `stop` is set.
+
+    A partition that would sleep longer is woken every `_STOP_POLL` to look at `stop`; it
+    then reads nothing from `inner` before `inner`'s own time. Its snapshots are
+    `inner`'s, so a run stopped this way resumes exactly where it ended."""
+
+    def __init__(self, inner: FixedPartitionedSource[SourceEvent, Any], stop: threading.Event):
+        self._inner, self._stop = inner, stop
+
+    def list_parts(self) -> list[str]:
+        return self._inner.list_parts()
+
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: Any | None
+    ) -> StatefulSourcePartition[SourceEvent, Any]:
+        return _StoppablePartition(
+            self._inner.build_part(step_id, for_part, resume_state), self._stop
+        )
+
+
+class _StoppablePartition(StatefulSourcePartition[SourceEvent, Any]):
+    def __init__(self, inner: StatefulSourcePartition[SourceEvent, Any], stop: threading.Event):
+        self._inner, self._stop = inner, stop
+        self._inner_awake: datetime | None = None
+
+    def next_batch(self) -> Iterable[SourceEvent]:
+        if self._stop.is_set():
+            raise StopIteration
+        if self._inner_awake is not None and datetime.now(UTC) < self._inner_awake:
+            return []  # woken early to look at `stop`
+        return self._inner.next_batch()
+
+    def next_awake(self) -> datetime | None:
+        self._inner_awake = self._inner.next_awake()
+        if self._inner_awake is None:
+            return None
+        return min(self._inner_awake, datetime.now(UTC) + _STOP_POLL)
+
+    def snapshot(self) -> Any:
+        return self._inner.snapshot()
+
+    def close(self) -> None:
+        self._inner.close()

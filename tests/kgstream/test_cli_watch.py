@@ -95,3 +95,37 @@ def test_watched_folder_follows_every_file_operation(env, llm_server, tmp_path):
     for key, entity in expected.entities.items():
         vector, _ = index.vectors[VectorKind.ENTITY][key]
         assert vector == pytest.approx(embedder.embed([entity.embedding_text])[0], abs=1e-6)
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_ends_the_run_with_one_line_and_the_next_run_resumes(
+    env, tmp_path, stop_signal
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    env = {**env, "RUST_BACKTRACE": "1"}  # as on machines that set it: no backtrace either
+    arguments = ["run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0"]
+
+    running = kgstream(*arguments, env=env)
+    try:
+        wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, "the first index")
+    finally:
+        running.send_signal(stop_signal)
+        output, _ = running.communicate(timeout=60)
+    assert running.returncode == 0, output
+    name = signal.Signals(stop_signal).name
+    assert [line for line in output.splitlines() if name in line] == [
+        f"kgstream: {name}: stopping once the documents in flight are committed "
+        "(send it again to stop at once)"
+    ]
+    assert not any(word in output for word in ("panicked", "backtrace", "Traceback")), output
+
+    (folder / "bob.md").write_text("Bob Tanaka joined Helios Corp in Geneva.")
+    running = kgstream(*arguments, env=env)
+    try:
+        wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, "the resumed index")
+    finally:
+        running.send_signal(signal.SIGTERM)
+        output, _ = running.communicate(timeout=60)
+    assert running.returncode == 0 and "panicked" not in output, output
