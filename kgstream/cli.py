@@ -105,9 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("rebuild-vectors", "re-embed every chunk, entity and relation (after a model change)")
 
-    export = command("export", "write the graph as JSON or GraphML")
-    export.add_argument("--format", choices=("json", "graphml"), default="json")
+    export = command("export", "write the graph as JSON, NetworkX node-link JSON or GraphML")
+    export.add_argument("--format", choices=("json", "node-link", "graphml"), default="json")
     export.add_argument("--output", type=Path, required=True)
+    export.add_argument(
+        "--with-times",
+        action="store_true",
+        help="add the index version and document times (then exports of equal indexes differ)",
+    )
     return parser
 
 

@@ -1,6 +1,12 @@
-"""`kgstream export`: the graph as JSON (every stored field) or GraphML (Gephi, Cytoscape,
-NetworkX). Output is sorted, so two exports of the same logical index are byte-equal
-apart from document timestamps."""
+"""`kgstream export`: the graph as JSON (every stored field), NetworkX's node-link JSON, or
+GraphML (Gephi, Cytoscape, NetworkX).
+
+Output is sorted and holds no wall-clock or history fields by default, so two exports of
+the same logical index (built incrementally or from scratch) are byte-equal; `with_times`
+adds the index version and the documents' creation and update times. In GraphML, whose
+attributes are scalars, a list field (aliases, keywords, source chunk ids, file paths, doc
+ids) is a JSON array in a string (`json.loads` gives the list back); in the JSON formats it
+is a list."""
 
 from __future__ import annotations
 
@@ -13,22 +19,26 @@ from typing import Any
 from connectors.redis.graph_store import GraphStore
 
 
-def export_data(graph: GraphStore) -> dict[str, Any]:
-    """The whole index as plain JSON-able data, sorted by id."""
+def export_data(graph: GraphStore, with_times: bool = False) -> dict[str, Any]:
+    """The whole index as plain JSON-able data, sorted by id (see the module docstring)."""
     entities = sorted(graph.iter_entities(), key=lambda e: e.key)
     relations = sorted(graph.iter_relations(), key=lambda r: r.pair)
     chunks = sorted(graph.iter_chunks(), key=lambda c: c.chunk_id)
     documents = sorted(graph.iter_documents(), key=lambda d: d.record.doc_id)
-    return {
-        "index_version": graph.version(),
+    data: dict[str, Any] = {
         "entities": [_plain(e) for e in entities],
         "relations": [_plain(r) for r in relations],
         "chunks": [_plain(c) for c in chunks],
         "documents": [
             {**_plain(d.record), "created_at": d.created_at, "updated_at": d.updated_at}
+            if with_times
+            else _plain(d.record)
             for d in documents
         ],
     }
+    if with_times:
+        data["index_version"] = graph.version()
+    return data
 
 
 def _plain(record: Any) -> dict[str, Any]:
@@ -43,6 +53,29 @@ def _plain(record: Any) -> dict[str, Any]:
 
 def write_json(data: dict[str, Any], output: Path) -> None:
     output.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+
+
+def write_node_link(data: dict[str, Any], output: Path) -> None:
+    """NetworkX's node-link JSON (`networkx.node_link_graph(json.load(f))`, NetworkX 3.4 and
+    later; older versions: `link="edges"`): entities as nodes by key, relations as edges."""
+    graph = {
+        "directed": False,
+        "multigraph": False,
+        "graph": {"name": "kgstream"},
+        "nodes": [
+            {"id": entity["key"], **{name: entity[name] for name in _NODE_KEYS}}
+            for entity in data["entities"]
+        ],
+        "edges": [
+            {
+                "source": relation["source"],
+                "target": relation["target"],
+                **{name: relation[name] for name in _EDGE_KEYS},
+            }
+            for relation in data["relations"]
+        ],
+    }
+    write_json(graph, output)
 
 
 _NODE_KEYS = ("name", "type", "description", "aliases", "source_chunk_ids", "file_paths", "doc_ids")

@@ -115,18 +115,16 @@ def print_status(graph: Any, as_json: bool) -> None:
 
 
 def command_export(settings: Settings, args: argparse.Namespace) -> int:
-    from kgstream.export import export_data, write_graphml, write_json
+    from kgstream.export import export_data, write_graphml, write_json, write_node_link
 
     graph, embedded = open_index_graph(settings)
     try:
-        data = export_data(graph)
+        data = export_data(graph, with_times=args.with_times)
     finally:
         if embedded is not None:
             embedded.stop()
-    if args.format == "json":
-        write_json(data, args.output)
-    else:
-        write_graphml(data, args.output)
+    writers = {"json": write_json, "node-link": write_node_link, "graphml": write_graphml}
+    writers[args.format](data, args.output)
     print(
         f"wrote {len(data['entities'])} entities and {len(data['relations'])} relations "
         f"to {args.output}"

@@ -34,14 +34,15 @@ def index(folder: Path, data: Path) -> None:
     assert main(["index", str(folder), "--data", str(data)]) == 0
 
 
+def export_file(data: Path, tmp_path: Path, format: str = "json", *flags: str) -> Path:
+    output = tmp_path / f"export-{data.name}-{format}{''.join(flags)}.json"
+    command = ["export", "--data", str(data), "--format", format, "--output", str(output)]
+    assert main([*command, *flags]) == 0
+    return output
+
+
 def export(data: Path, tmp_path: Path) -> dict:
-    output = tmp_path / f"export-{data.name}.json"
-    assert main(["export", "--data", str(data), "--format", "json", "--output", str(output)]) == 0
-    exported = json.loads(output.read_text())
-    exported.pop("index_version")
-    for document in exported["documents"]:
-        document.pop("created_at"), document.pop("updated_at")
-    return exported
+    return json.loads(export_file(data, tmp_path).read_text())
 
 
 def status(data: Path, capsys) -> dict:
@@ -65,6 +66,19 @@ def test_index_again_applies_edits_additions_and_deletions_incrementally(tmp_pat
     index(folder, fresh)
     incremental = export(data, tmp_path)
     assert incremental == export(fresh, tmp_path)
+    for format in ("json", "node-link", "graphml"):  # byte-equal: no times, no history
+        assert export_file(data, tmp_path, format).read_bytes() == (
+            export_file(fresh, tmp_path, format).read_bytes()
+        )
+    timed = json.loads(export_file(data, tmp_path, "json", "--with-times").read_text())
+    assert (
+        timed["index_version"]
+        > json.loads(export_file(fresh, tmp_path, "json", "--with-times").read_text())[
+            "index_version"
+        ]
+    )
+    assert all(d["created_at"] <= d["updated_at"] for d in timed["documents"])
+    assert "index_version" not in incremental and "created_at" not in incremental["documents"][0]
     assert {d["doc_id"] for d in incremental["documents"]} == {
         "team/alice.md",
         "team/carla.md",
@@ -153,3 +167,26 @@ def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monke
         assert stores.vectors.count(VectorKind.RELATION) == len(before["relations"])
         assert stores.vectors.count(VectorKind.CHUNK) == len(before["chunks"])
     assert export(data, tmp_path) == before
+
+
+def test_node_link_export_loads_into_networkx_with_every_field(tmp_path):
+    import networkx as nx
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    exported = export(data, tmp_path)
+    graph = nx.node_link_graph(json.loads(export_file(data, tmp_path, "node-link").read_text()))
+
+    assert not graph.is_directed() and not graph.is_multigraph()
+    assert sorted(graph.nodes) == [e["key"] for e in exported["entities"]]
+    assert graph.number_of_edges() == len(exported["relations"]) > 0
+    for entity in exported["entities"]:
+        node = graph.nodes[entity["key"]]
+        assert {k: node[k] for k in ("name", "type", "description")} == {
+            k: entity[k] for k in ("name", "type", "description")
+        }
+        assert node["source_chunk_ids"] == entity["source_chunk_ids"]  # a list, not a string
+    for relation in exported["relations"]:
+        edge = graph.edges[relation["source"], relation["target"]]
+        assert edge["weight"] == relation["weight"] and edge["keywords"] == relation["keywords"]
