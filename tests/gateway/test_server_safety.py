@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -112,7 +113,9 @@ def test_reflection_lists_both_services_and_describes_them(
         files = response.file_descriptor_response.file_descriptor_proto
         # The ingest file and its import (events.proto), so grpcurl can describe every type.
         assert len(files) == 2
-        assert any(b"protos/kgstream/v1/events.proto" in f for f in files)
+        names = {descriptor_pb2.FileDescriptorProto.FromString(f).name for f in files}
+        # Named from the proto root, as buf and protoc -I protos name them.
+        assert names == {"kgstream/v1/ingest.proto", "kgstream/v1/events.proto"}
 
 
 # -- deadlines and read-your-writes --------------------------------------------------------
