@@ -1,6 +1,6 @@
 """Cross-language: a Go client (stubs from protoc-gen-go and protoc-gen-go-grpc, generated
 from protos/ with no M flags) calls the Python gateway over the real wire and sees what the
-Python engine returns."""
+Python engine returns, and grpc-go's v1 reflection client sees the protos' comments."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def corpus(
     built.close()
 
 
-def test_go_client_gets_the_python_engines_results_streams_to_eof_and_walks_a_subgraph(
+def test_go_client_gets_the_engines_results_streams_to_eof_walks_a_subgraph_and_reflects(
     go_client: Path, corpus: Corpus, llm_server: OpenAICompatibleServer
 ) -> None:
     llm_server.default_reply = ANSWER
@@ -80,3 +80,16 @@ def test_go_client_gets_the_python_engines_results_streams_to_eof_and_walks_a_su
     assert subgraph["relations"] and subgraph["truncated"] is False
     assert subgraph["index_version"] == str(graph.version())
     assert subgraph == as_json(python_subgraph)
+
+    # grpc-go's v1 reflection client: the services, and the comments of the protos.
+    reflection = result["reflection"]
+    assert {
+        "kgstream.v1.KnowledgeGraph",
+        "kgstream.v1.Ingest",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+    } <= set(reflection["services"])
+    assert reflection["top_k_comment"].strip() == (
+        "entities (local) / relations (global) to retrieve [40]"
+    )
