@@ -17,7 +17,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from dataflow.core.documents import DocumentUpsert
-from gateway.engine import QueryEngine
+from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.reflection import V1_SERVICE, V1ALPHA_SERVICE
 from gateway.server import ServerOptions
@@ -191,6 +191,30 @@ def test_a_min_index_version_wait_ends_with_deadline_exceeded_at_the_call_deadli
         # The one worker was freed at the deadline, not after the engine's 30 s default wait.
         answered = stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=10)
         assert answered.index_version == unreachable - 1000
+
+
+def test_a_min_index_version_wait_without_a_deadline_stops_at_the_servers_maximum_and_says_so(
+    corpus: Corpus,
+) -> None:
+    engine = QueryEngine(
+        corpus.stores,
+        corpus.embedder,
+        TOKENIZER,
+        OfflineKeywordExtractor(),
+        options=EngineOptions(version_wait_seconds=0.3),
+    )
+    unreachable = corpus.stores.graph.version() + 1000
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        request = pb.QueryRequest(question=QUESTION, min_index_version=unreachable)
+        code, details = status_of(lambda: stub.Retrieve(request))  # no deadline
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert f"min_index_version {unreachable} not reached within 0.3 s" in details
+        assert "the call set no deadline, so the wait stopped at the server's maximum" in details
+        # With a deadline of its own, the call is told about its deadline, not the maximum.
+        code, details = status_of(lambda: stub.Retrieve(request, timeout=0.3))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "server's maximum" not in details
 
 
 def test_min_index_version_waits_for_an_update_written_during_the_call(
