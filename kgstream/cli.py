@@ -132,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from(args)
         from kgstream.logs import configure_logging
 
-        configure_logging(settings.log_format)
+        configure_logging(
+            settings.log_format, settings.log_level, library_level=settings.library_log_level
+        )
         handler = COMMANDS[args.command]
         return handler(settings, args)
     except (SettingsError, UserError) as error:

@@ -81,10 +81,19 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
+#: The libraries whose loggers `library_level` governs: their INFO records are about their own
+#: connections (kafka-python logs every broker connect and metadata refresh), not about kgstream.
+LIBRARY_LOGGERS = ("kafka", "httpx", "httpcore", "urllib3", "openai", "grpc", "qdrant_client")
+
+
 def configure_logging(
-    format: str = "auto", level: str | int = "INFO", stream: TextIO | None = None
+    format: str = "auto",
+    level: str | int = "INFO",
+    stream: TextIO | None = None,
+    library_level: str | int = "WARNING",
 ) -> logging.Handler:
-    """Send the root logger's records to `stream` (default stderr) in the chosen format.
+    """Send the root logger's records to `stream` (default stderr) in the chosen format:
+    kgstream's from `level` up, the `LIBRARY_LOGGERS`' from `library_level` up.
 
     Calling it again replaces the handler it installed earlier and leaves other
     handlers (pytest's capture, a library's own) alone. Returns the handler.
@@ -94,7 +103,8 @@ def configure_logging(
             f"log_format = {format!r} is not one of {', '.join(LOG_FORMATS)}; "
             "set KGSTREAM_LOG_FORMAT to one of them"
         )
-    numeric_level = _level_number(level)
+    numeric_level = level_number(level)
+    numeric_library_level = level_number(library_level)
     target = stream if stream is not None else sys.stderr
     use_json = format == "json" or (format == "auto" and not is_terminal(target))
     handler = _KgstreamHandler(target)
@@ -104,10 +114,13 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric_level)
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(numeric_library_level)
     return handler
 
 
-def _level_number(level: str | int) -> int:
+def level_number(level: str | int) -> int:
+    """The logging level a name (DEBUG, INFO, WARNING, ERROR, CRITICAL) or number means."""
     if isinstance(level, int):
         return level
     known = logging.getLevelNamesMapping()

@@ -22,6 +22,7 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
 from dataflow.core.documents import DocumentLimits
 from dataflow.core.prompts import ExtractionPromptOptions
+from kgstream.logs import level_number
 
 ENV_PREFIX = "KGSTREAM_"
 # Names that OpenAI-compatible tooling already uses, honoured as aliases.
@@ -76,12 +77,17 @@ class Settings:
     # event log
     kafka_bootstrap_servers: str | None = None
     kafka_topic: str = "kgstream.documents"
+    # where undecodable messages are copied (with reason headers); unset: logged, counted and
+    # listed by `kgstream status` only
+    dlq_topic: str | None = None
     # gateway
     grpc_address: str = "127.0.0.1:50051"
     grpc_auth_token: str | None = None
     # operations
     metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
     log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
+    log_level: str = "INFO"  # kgstream's own records from this level up
+    library_log_level: str = "WARNING"  # kafka-python, httpx, openai, grpc, ... (logs.py)
 
     def __post_init__(self) -> None:
         # Build every option object once so a bad value fails here, by name.
@@ -89,6 +95,16 @@ class Settings:
             raise SettingsError(
                 f"embedding_long_text must be windows or truncate; got {self.embedding_long_text!r}"
             )
+        if self.dlq_topic is not None and self.dlq_topic in ("", self.kafka_topic):
+            raise SettingsError(
+                f"dlq_topic must be a topic other than kafka_topic ({self.kafka_topic!r}); "
+                f"got {self.dlq_topic!r}"
+            )
+        for name in ("log_level", "library_log_level"):
+            try:
+                level_number(getattr(self, name))
+            except ValueError as error:
+                raise SettingsError(f"{name}: {error}") from error
         if self.embedding_threads < 0:
             raise SettingsError(
                 f"embedding_threads must be >= 0 (0: one per core, at most 4); "

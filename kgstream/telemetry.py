@@ -3,6 +3,7 @@ the Kafka source and the gateway. Nothing here changes behaviour; it only counts
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -13,6 +14,8 @@ from dataflow.core.documents import DocumentStatus
 from dataflow.core.messages import SourceEvent
 from gateway.types import Answer, AnswerStream, QueryParams, Retrieval
 from kgstream.metrics import Metrics
+
+_LOGGER = logging.getLogger(__name__)
 
 
 class IndexerMetrics:
@@ -59,9 +62,17 @@ def observe_llm(metrics: Metrics) -> Any:
     return observe
 
 
-def count_dead_letter(metrics: Metrics) -> Any:
-    def on_dead_letter(_: Any) -> None:
-        metrics.dead_letters.inc()
+def record_dead_letter(graph: GraphStore, metrics: Metrics | None) -> Any:
+    """The Kafka source's dead-letter hook: counted in the metrics and listed in Redis for
+    `kgstream status`. A Redis outage loses the listing, never the stream."""
+
+    def on_dead_letter(letter: Any) -> None:
+        if metrics is not None:
+            metrics.dead_letters.inc()
+        try:
+            graph.record_dead_letter(letter.origin, letter.reason, time.time())
+        except Exception as error:  # the letter is logged and counted already
+            _LOGGER.warning("dead letter %s not listed for status: %s", letter.origin, error)
 
     return on_dead_letter
 

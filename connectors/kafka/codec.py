@@ -1,10 +1,18 @@
 """Kafka message <-> document change.
 
-The value is a `kgstream.v1.DocumentEvent` (protobuf, see protos/), or the same
-fields as a JSON object for producers without protobuf:
-``{"doc_id": "...", "op": "UPSERT"|"DELETE", "content": "text", "file_path": "..."}``.
-The key is the doc id; a null value (tombstone) deletes the document.
-Anything else is a `MalformedEvent` with a reason, for the dead-letter path.
+The value is a `kgstream.v1.DocumentEvent` (protobuf, see protos/), or JSON in one of two
+forms, told apart by their field names:
+
+- the plain form, for producers without protobuf: ``{"doc_id": "...", "op": "UPSERT"|"DELETE",
+  "content": "text", "file_path": "...", "event_time_ms": 123}`` (content is the text itself);
+- canonical proto3 JSON, what protobuf's JSON printers write: ``{"docId": "...", "op":
+  "UPSERT", "content": "<base64>", "filePath": "...", "eventTimeMs": "123"}``, decoded with
+  protobuf's own JSON mapping (``json_format``).
+
+A JSON value with names of both forms, or with content but no doc id field of either form (so
+nothing says whether the content is text or base64), is ambiguous. The key is the doc id; a
+null value (tombstone) deletes the document. Anything else is a `MalformedEvent` with a reason,
+for the dead-letter path.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentUpsert
@@ -59,10 +68,23 @@ def decode_message(key: bytes | None, value: bytes | None) -> DecodedEvent | Mal
         if not key_id:
             return MalformedEvent("tombstone without a key: cannot tell which document to delete")
         return DecodedEvent(DocumentDelete(key_id))
+    if not value:
+        return MalformedEvent(
+            "value is empty (0 bytes), which is neither JSON nor a DocumentEvent; to delete the "
+            "keyed document send a tombstone (a null value, not an empty one) or op DELETE"
+        )
     stripped = value.lstrip()
     if stripped.startswith((b"{", b"[")):
         return _decode_json(key_id, value)
     return _decode_protobuf(key_id, value)
+
+
+_PLAIN_NAMES = frozenset({"doc_id", "file_path", "event_time_ms"})
+_PROTO3_NAMES = frozenset({"docId", "filePath", "eventTimeMs"})
+_FORMS_HINT = (
+    'use the plain form {"doc_id": ..., "content": "text"} or proto3 JSON '
+    '{"docId": ..., "content": "<base64>"}'
+)
 
 
 def _decode_protobuf(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
@@ -80,8 +102,23 @@ def _decode_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
         data = json.loads(value)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         return MalformedEvent(f"value looks like JSON but does not parse: {error}")
+    except RecursionError:
+        return MalformedEvent("JSON value is nested too deeply to parse")
     if not isinstance(data, dict):
         return MalformedEvent("JSON value must be an object with doc_id, op and content")
+    plain, proto3 = _PLAIN_NAMES.intersection(data), _PROTO3_NAMES.intersection(data)
+    if plain and proto3:
+        return MalformedEvent(
+            f"JSON value mixes plain names {sorted(plain)} and proto3 JSON names "
+            f"{sorted(proto3)}; {_FORMS_HINT}"
+        )
+    if proto3:
+        return _decode_proto3_json(key_id, value)
+    if "content" in data and "doc_id" not in data:
+        return MalformedEvent(
+            "JSON value has content but no doc id field, so its form is ambiguous (text or "
+            f"base64?); {_FORMS_HINT}"
+        )
     content = data.get("content", "")
     if not isinstance(content, str):
         return MalformedEvent("JSON field 'content' must be a string (UTF-8 text)")
@@ -96,6 +133,18 @@ def _decode_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
         str(data.get("file_path", "")),
         event_time,
     )
+
+
+def _decode_proto3_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
+    event = DocumentEvent()
+    try:
+        json_format.Parse(value, event)
+    except json_format.ParseError as error:
+        return MalformedEvent(f"proto3 JSON value does not map onto DocumentEvent: {error}")
+    except RecursionError:
+        return MalformedEvent("JSON value is nested too deeply to parse")
+    op = DocumentEvent.Op.Name(event.op)
+    return _build(key_id, event.doc_id, op, event.content, event.file_path, event.event_time_ms)
 
 
 def _build(

@@ -172,6 +172,9 @@ def _load_list(text: str) -> tuple[str, ...]:
     return tuple(str(v) for v in values)
 
 
+DEAD_LETTERS_KEPT = 10_000
+
+
 class KeyLayout:
     """Key names of one workspace (see the module docstring)."""
 
@@ -215,6 +218,10 @@ class KeyLayout:
     @property
     def consumer_lag(self) -> str:
         return f"{self.prefix}consumer_lag"
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.prefix}dead_letters"
 
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"
@@ -674,6 +681,31 @@ class GraphStore:
         raw = self._client.hgetall(self.keys.consumer_lag)
         return {int(partition): int(lag) for partition, lag in sorted(raw.items())}
 
+    def record_dead_letter(self, origin: str, reason: str, at: float) -> None:
+        """Remember a message the indexer could not decode (for `kgstream status`).
+
+        Idempotent: a replayed message (the same origin and reason) is one entry, kept with
+        the time it was first seen. Only the newest `DEAD_LETTERS_KEPT` are kept."""
+        member = json.dumps([origin, reason], ensure_ascii=False)
+        pipe = self._client.pipeline(transaction=True)
+        pipe.zadd(self.keys.dead_letters, {member: at}, nx=True)
+        pipe.zremrangebyrank(self.keys.dead_letters, 0, -DEAD_LETTERS_KEPT - 1)
+        pipe.execute()
+
+    def dead_letters(self, limit: int = 10) -> tuple[int, list[tuple[str, str, float]]]:
+        """How many dead letters are kept, and the newest `limit` as (origin, reason, time)."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zcard(self.keys.dead_letters)
+        if limit > 0:
+            pipe.zrevrange(self.keys.dead_letters, 0, limit - 1, withscores=True)
+        replies = pipe.execute()
+        total, newest = replies[0], replies[1] if limit > 0 else []
+        letters = []
+        for member, at in newest:
+            origin, reason = json.loads(member)
+            letters.append((str(origin), str(reason), float(at)))
+        return int(total), letters
+
     def version(self) -> int:
         """The index version: how many batches have been applied to this workspace."""
         value = self._client.get(self.keys.version)
@@ -703,6 +735,14 @@ class GraphStore:
             time.sleep(min(poll_interval_seconds, remaining))
 
     # -- export (SCAN) -------------------------------------------------------
+
+    def record_counts(self) -> dict[str, int]:
+        """How many entities, relations and chunks the workspace holds (one SCAN of each
+        kind's keys: a second or so per million records)."""
+        kinds = {"entities": "ent", "relations": "rel", "chunks": "chunk"}
+        return {
+            name: sum(len(keys) for keys in self._scan_keys(kind)) for name, kind in kinds.items()
+        }
 
     def iter_entities(self) -> Iterator[EntityRecord]:
         return (_entity_from(row) for row in self._scan_hashes("ent"))

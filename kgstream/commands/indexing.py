@@ -68,7 +68,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
         components = build_components(settings, metrics, client)
         gateway = lag = None
         try:
-            source = _live_source(settings, args, metrics)
+            source = _live_source(settings, args, components.stores.graph, metrics)
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
                 engine = build_engine(settings, stores, embedder, metrics, client)
@@ -93,7 +93,9 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = None) -> Any:
+def _live_source(
+    settings: Settings, args: argparse.Namespace, graph: Any, metrics: Any = None
+) -> Any:
     if settings.kafka_bootstrap_servers and args.watch is None:
         from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 
@@ -101,16 +103,16 @@ def _live_source(settings: Settings, args: argparse.Namespace, metrics: Any = No
             settings.kafka_bootstrap_servers,
             settings.kafka_topic,
             stop_at_end=args.until_caught_up,
+            dlq_topic=settings.dlq_topic,
         )
         print(
             f"kgstream: consuming {settings.kafka_topic} at {settings.kafka_bootstrap_servers} "
             f"(data in {settings.data_dir})",
             flush=True,
         )
-        from kgstream.telemetry import count_dead_letter
+        from kgstream.telemetry import record_dead_letter
 
-        on_dead_letter = count_dead_letter(metrics) if metrics is not None else None
-        return KafkaDocumentSource(options, on_dead_letter)
+        return KafkaDocumentSource(options, record_dead_letter(graph, metrics))
     from connectors.folder.source import FolderSource, FolderSourceOptions
 
     folder: Path = args.watch or Path("docs")

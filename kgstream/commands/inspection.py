@@ -70,10 +70,18 @@ def status_data(graph: Any) -> dict[str, Any]:
     counts = graph.status_counts()
     failed_ids, _ = graph.documents_by_status(DocumentStatus.FAILED, 0, 1000)
     failed = graph.get_documents(failed_ids)
+    dead_count, newest = graph.dead_letters(limit=5)
     return {
         "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
         "index_version": graph.version(),
+        "records": graph.record_counts(),
         "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
+        "dead_letters": {
+            "count": dead_count,
+            "newest": [
+                {"origin": origin, "reason": reason, "at": at} for origin, reason, at in newest
+            ],
+        },
         "failures": [
             {
                 "doc_id": doc_id,
@@ -93,11 +101,17 @@ def print_status(graph: Any, as_json: bool) -> None:
         return
     counts = ", ".join(f"{name} {count}" for name, count in data["documents"].items())
     print(f"index version {data['index_version']}; documents: {counts}")
+    print(", ".join(f"{count} {name}" for name, count in data["records"].items()))
     if data["consumer_lag"]:
         lag = ", ".join(f"partition {p}: {n}" for p, n in data["consumer_lag"].items())
         print(f"consumer lag: {lag}")
     for failure in data["failures"]:
         print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
+    dead = data["dead_letters"]
+    if dead["count"]:
+        print(f"dead letters (messages that could not be decoded): {dead['count']}, newest:")
+        for letter in dead["newest"]:
+            print(f"  {letter['origin']}: {letter['reason']}")
 
 
 def command_export(settings: Settings, args: argparse.Namespace) -> int:

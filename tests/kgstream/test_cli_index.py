@@ -85,6 +85,22 @@ def test_status_reports_failures_with_their_reason(tmp_path, capsys):
     assert failure["doc_id"] == "broken.md" and "UTF-8" in failure["reason"]
 
 
+def test_status_counts_the_entities_relations_and_chunks_the_export_holds(tmp_path, capsys):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    exported = export(data, tmp_path)
+    report = status(data, capsys)
+    assert report["records"] == {
+        "entities": len(exported["entities"]),
+        "relations": len(exported["relations"]),
+        "chunks": len(exported["chunks"]),
+    }
+    assert report["records"]["entities"] > 0 and report["records"]["chunks"] == len(DOCS)
+    assert main(["status", "--data", str(data)]) == 0
+    assert f"{report['records']['entities']} entities, " in capsys.readouterr().out
+
+
 def test_graphml_export_holds_every_entity_and_relation(tmp_path):
     import xml.etree.ElementTree as ET
 

@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from kafka import KafkaConsumer, KafkaProducer
 
 from connectors.kafka.producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
@@ -141,3 +142,41 @@ def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
     assert exported == export(reference, env)
     assert len(exported["documents"]) == 28
     assert all(d["status"] == "PROCESSED" for d in exported["documents"])
+
+
+def test_undecodable_messages_go_to_the_dead_letter_topic_and_show_in_status(
+    kafka_broker, topic, env, tmp_path
+):
+    dead_topic = f"{topic}.dead"
+    kafka_broker.create_topic(dead_topic, 1)
+    env = {**env, "KGSTREAM_DLQ_TOPIC": dead_topic}
+    produce(kafka_broker, topic, [document(0)])
+    bad = {
+        b"": "send a tombstone (a null value, not an empty one)",
+        b'{"op": "UPSERT", "content": "aGVsbG8="}': "its form is ambiguous",
+    }
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
+    for value in bad:
+        producer.send(topic, key=b"doc-bad", value=value, partition=0).get(timeout=30)
+    producer.close()
+    data = tmp_path / "data"
+    kafka = ["--kafka", kafka_broker.bootstrap_servers, "--topic", topic]
+    finish(kgstream("run", *kafka, "--data", str(data), "--until-caught-up", "--no-serve", env=env))
+
+    status = json.loads(finish(kgstream("status", "--data", str(data), "--json", env=env)))
+    assert status["documents"]["PROCESSED"] == 1
+    letters = status["dead_letters"]
+    assert letters["count"] == 2
+    reasons = sorted(letter["reason"] for letter in letters["newest"])
+    assert all(any(hint in reason for reason in reasons) for hint in bad.values())
+    assert all(letter["origin"].startswith(f"kafka:{topic}/0@") for letter in letters["newest"])
+
+    consumer = KafkaConsumer(
+        dead_topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+    )
+    copied = sorted(message.value for message in itertools.islice(consumer, 2))
+    consumer.close()
+    assert copied == sorted(bad)

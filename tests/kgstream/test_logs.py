@@ -9,18 +9,21 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from kgstream.logs import configure_logging
+from kgstream.logs import LIBRARY_LOGGERS, configure_logging
 
 
 @pytest.fixture(autouse=True)
 def restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    libraries = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS}
     yield
     for handler in root.handlers:
         if handler not in handlers:
             root.removeHandler(handler)
     root.setLevel(level)
+    for name, library_level in libraries.items():
+        logging.getLogger(name).setLevel(library_level)
 
 
 def json_lines(stream: io.StringIO) -> list[dict]:
@@ -135,3 +138,27 @@ def test_unknown_format_or_level_is_an_error_naming_the_value():
         configure_logging("yaml")
     with pytest.raises(ValueError, match="log level 'LOUD'"):
         configure_logging("json", level="LOUD")
+
+
+def test_library_chatter_is_off_by_default_and_its_level_is_a_setting():
+    stream = io.StringIO()
+    configure_logging("json", level="INFO", stream=stream)
+    logging.getLogger("kafka.conn").info("connecting to 127.0.0.1:9092")
+    logging.getLogger("kafka.conn").warning("broker went away")
+    logging.getLogger("kgstream.test").info("indexed doc-1")
+    assert [line["message"] for line in json_lines(stream)] == ["broker went away", "indexed doc-1"]
+
+    stream = io.StringIO()
+    configure_logging("json", level="WARNING", stream=stream, library_level="INFO")
+    logging.getLogger("kafka.conn").info("connecting to 127.0.0.1:9092")
+    logging.getLogger("kgstream.test").info("indexed doc-1")
+    assert [line["message"] for line in json_lines(stream)] == ["connecting to 127.0.0.1:9092"]
+
+
+def test_log_levels_are_settings_checked_by_name():
+    from kgstream.settings import SettingsError, load_settings
+
+    settings = load_settings({"KGSTREAM_LOG_LEVEL": "debug", "KGSTREAM_LIBRARY_LOG_LEVEL": "ERROR"})
+    assert (settings.log_level, settings.library_log_level) == ("debug", "ERROR")
+    with pytest.raises(SettingsError, match="library_log_level: log level 'chatty'"):
+        load_settings({"KGSTREAM_LIBRARY_LOG_LEVEL": "chatty"})

