@@ -12,9 +12,10 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health
-from grpc_reflection.v1alpha import reflection
 
-OPEN_SERVICES = frozenset({health.SERVICE_NAME, reflection.SERVICE_NAME})
+from gateway import reflection
+
+OPEN_SERVICES = frozenset({health.SERVICE_NAME, *reflection.SERVICE_NAMES})
 
 
 def _service_of(method: str) -> str:

@@ -28,7 +28,8 @@ from protos.kgstream.v1 import query_pb2 as pb
 _DEFAULTS = QueryParams(question="")
 _ROLES = ("user", "assistant")
 
-# QUERY_MODE_<NAME> for each Mode: the proto enum spells the same five modes.
+# QUERY_MODE_<NAME> for each Mode: the proto enum spells the same five modes. Error
+# messages name enum values as clients send them (QUERY_MODE_LOCAL), never as Mode.
 _MODE_TO_PROTO: dict[Mode, pb.QueryMode] = {
     mode: pb.QueryMode.Value(f"QUERY_MODE_{mode.name}") for mode in Mode
 }
@@ -70,8 +71,8 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
         raise InvalidQuery(
             "mode",
             f"unknown QueryMode value {request.mode}; use one of "
-            f"{', '.join(mode.name for mode in Mode)} (or leave unset for "
-            f"{_DEFAULTS.mode.name})",
+            f"{', '.join(pb.QueryMode.Name(value) for value in _MODE_TO_PROTO.values())} "
+            f"(or leave unset for {pb.QueryMode.Name(_MODE_TO_PROTO[_DEFAULTS.mode])})",
         )
     history = []
     for index, turn in enumerate(request.history):
@@ -229,7 +230,11 @@ def status_from_proto(value: int) -> DocumentStatus | None:
         return None
     status = _STATUS_FROM_PROTO.get(value)
     if status is None:
-        raise ValueError(f"unknown DocumentStatus value {value}")
+        names = ", ".join(pb.DocumentStatus.Name(known) for known in _STATUS_TO_PROTO.values())
+        raise ValueError(
+            f"unknown DocumentStatus value {value}; use one of {names} "
+            f"(or {pb.DocumentStatus.Name(pb.DOCUMENT_STATUS_UNSPECIFIED)} for every status)"
+        )
     return status
 
 

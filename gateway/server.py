@@ -1,10 +1,10 @@
 """The gRPC gateway: kgstream.v1.KnowledgeGraph and kgstream.v1.Ingest over one server.
 
 Queries go to the engine; graph and document look-ups read the Redis graph store
-directly; Ingest publishes to Kafka. Health checking and reflection are always on,
-so load balancers and `grpcurl` work. Binds 127.0.0.1 unless told otherwise: the
-gateway has no TLS, so exposing it is a deliberate choice (put it behind a proxy
-and set an auth token).
+directly; Ingest publishes to Kafka. Health checking and reflection (v1 and v1alpha, with
+the protos' comments: gateway/reflection.py) are always on, so load balancers and `grpcurl`
+work. Binds 127.0.0.1 unless told otherwise: the gateway has no TLS, so exposing it is a
+deliberate choice (put it behind a proxy and set an auth token).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from connectors.redis.graph_store import GraphStore
 from gateway.auth import BearerTokenInterceptor
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
+from gateway.reflection import enable_reflection
 from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 KNOWLEDGE_GRAPH_SERVICE = query_pb2.DESCRIPTOR.services_by_name["KnowledgeGraph"].full_name
@@ -100,10 +100,7 @@ def serve(
     for name in ("", KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME),
-        server,
-    )
+    enable_reflection(server, (KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE, health.SERVICE_NAME))
     try:
         port = server.add_insecure_port(options.address)
     except RuntimeError as error:

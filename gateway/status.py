@@ -49,7 +49,13 @@ def statuses(context: grpc.ServicerContext) -> Iterator[None]:
         abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {detail}")
     except _MAPPED as error:
         code, prefix = next((c, p) for kind, c, p in STATUS_OF if isinstance(error, kind))
-        abort(context, code, f"{prefix}{error}")
+        note = ""
+        if isinstance(error, IndexVersionTimeout) and deadline_of(context) is None:
+            note = (
+                "; the call set no deadline, so the wait stopped at the server's maximum "
+                "for calls without one: set a deadline to wait longer"
+            )
+        abort(context, code, f"{prefix}{error}{note}")
 
 
 def deadline_of(context: grpc.ServicerContext) -> float | None:

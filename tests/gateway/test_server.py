@@ -243,6 +243,24 @@ def test_invalid_query_fields_are_invalid_argument_naming_the_field(
     assert code == grpc.StatusCode.INVALID_ARGUMENT and details.startswith(f"{field}: ")
 
 
+def test_unknown_enum_values_are_answered_with_the_enum_names_clients_send(
+    stub: query_pb2_grpc.KnowledgeGraphStub,
+) -> None:
+    bad_mode = pb.QueryRequest(question=QUESTION, mode=42)  # type: ignore[arg-type]
+    _, details = status_of(lambda: stub.Retrieve(bad_mode, timeout=10))
+    assert details == (
+        "mode: unknown QueryMode value 42; use one of QUERY_MODE_LOCAL, QUERY_MODE_GLOBAL, "
+        "QUERY_MODE_HYBRID, QUERY_MODE_NAIVE, QUERY_MODE_MIX (or leave unset for QUERY_MODE_MIX)"
+    )
+    bad_status = pb.ListDocumentsRequest(status=9)  # type: ignore[arg-type]
+    _, details = status_of(lambda: stub.ListDocuments(bad_status, timeout=10))
+    assert details == (
+        "status: unknown DocumentStatus value 9; use one of DOCUMENT_STATUS_PENDING, "
+        "DOCUMENT_STATUS_PROCESSING, DOCUMENT_STATUS_PROCESSED, DOCUMENT_STATUS_FAILED "
+        "(or DOCUMENT_STATUS_UNSPECIFIED for every status)"
+    )
+
+
 @pytest.mark.parametrize(
     ("call", "what"),
     [

@@ -6,17 +6,20 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from dataflow.core.documents import DocumentUpsert
-from gateway.engine import QueryEngine
+from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
+from gateway.reflection import V1_SERVICE, V1ALPHA_SERVICE
 from gateway.server import ServerOptions
 from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
@@ -76,16 +79,25 @@ def test_with_a_token_set_calls_without_the_right_bearer_token_are_unauthenticat
         assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == (
             health_pb2.HealthCheckResponse.SERVING
         )
-        assert "kgstream.v1.KnowledgeGraph" in listed_services(channel)
+        for service in (V1_SERVICE, V1ALPHA_SERVICE):
+            assert "kgstream.v1.KnowledgeGraph" in listed_services(channel, service)
 
 
 # -- health and reflection ---------------------------------------------------------------
 
 
-def listed_services(channel: grpc.Channel) -> set[str]:
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+def reflection_call(channel: grpc.Channel, service: str) -> Any:
+    """ServerReflectionInfo of `service` (v1 or v1alpha: the same messages)."""
+    return channel.stream_stream(
+        f"/{service}/ServerReflectionInfo",
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )
+
+
+def listed_services(channel: grpc.Channel, service: str = V1ALPHA_SERVICE) -> set[str]:
     request = reflection_pb2.ServerReflectionRequest(list_services="")
-    (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    (response,) = list(reflection_call(channel, service)(iter([request]), timeout=5))
     return {service.name for service in response.list_services_response.service}
 
 
@@ -103,7 +115,12 @@ def test_reflection_lists_both_services_and_describes_them(
     engine: QueryEngine, corpus: Corpus
 ) -> None:
     with running_gateway(engine, corpus.stores.graph) as (_, channel):
-        assert {"kgstream.v1.KnowledgeGraph", "kgstream.v1.Ingest"} <= listed_services(channel)
+        assert {
+            "kgstream.v1.KnowledgeGraph",
+            "kgstream.v1.Ingest",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        } <= listed_services(channel)
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         request = reflection_pb2.ServerReflectionRequest(
             file_containing_symbol="kgstream.v1.Ingest"
@@ -112,7 +129,47 @@ def test_reflection_lists_both_services_and_describes_them(
         files = response.file_descriptor_response.file_descriptor_proto
         # The ingest file and its import (events.proto), so grpcurl can describe every type.
         assert len(files) == 2
-        assert any(b"protos/kgstream/v1/events.proto" in f for f in files)
+        names = {descriptor_pb2.FileDescriptorProto.FromString(f).name for f in files}
+        # Named from the proto root, as buf and protoc -I protos name them.
+        assert names == {"kgstream/v1/ingest.proto", "kgstream/v1/events.proto"}
+
+
+def test_reflection_serves_the_protos_with_their_comments(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(
+            file_containing_symbol="kgstream.v1.GetSubgraphRequest"
+        )
+        (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    (file,) = [
+        descriptor_pb2.FileDescriptorProto.FromString(f)
+        for f in response.file_descriptor_response.file_descriptor_proto
+    ]
+    assert file.name == "kgstream/v1/query.proto"
+    comments = [
+        location.leading_comments + location.trailing_comments
+        for location in file.source_code_info.location
+    ]
+    # What grpcurl describe shows beside the fields: ranges and defaults.
+    assert any("Hops from the seed, 0..10 [3]." in comment for comment in comments)
+    assert any("1..10000 [1000]" in comment for comment in comments)
+
+
+def test_reflection_v1_answers_like_v1alpha(engine: QueryEngine, corpus: Corpus) -> None:
+    """v1 copies v1alpha's messages field for field, so v1alpha's classes read v1 exactly
+    (the Go client test asks v1 with grpc-go's own v1 stubs)."""
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        v1 = reflection_call(channel, V1_SERVICE)
+        request = reflection_pb2.ServerReflectionRequest(
+            file_by_filename="kgstream/v1/ingest.proto"
+        )
+        (by_v1,) = list(v1(iter([request]), timeout=5))
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        (by_v1alpha,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    assert by_v1 == by_v1alpha
+    assert len(by_v1.file_descriptor_response.file_descriptor_proto) == 2  # and events.proto
 
 
 # -- deadlines and read-your-writes --------------------------------------------------------
@@ -134,6 +191,30 @@ def test_a_min_index_version_wait_ends_with_deadline_exceeded_at_the_call_deadli
         # The one worker was freed at the deadline, not after the engine's 30 s default wait.
         answered = stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=10)
         assert answered.index_version == unreachable - 1000
+
+
+def test_a_min_index_version_wait_without_a_deadline_stops_at_the_servers_maximum_and_says_so(
+    corpus: Corpus,
+) -> None:
+    engine = QueryEngine(
+        corpus.stores,
+        corpus.embedder,
+        TOKENIZER,
+        OfflineKeywordExtractor(),
+        options=EngineOptions(version_wait_seconds=0.3),
+    )
+    unreachable = corpus.stores.graph.version() + 1000
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        request = pb.QueryRequest(question=QUESTION, min_index_version=unreachable)
+        code, details = status_of(lambda: stub.Retrieve(request))  # no deadline
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert f"min_index_version {unreachable} not reached within 0.3 s" in details
+        assert "the call set no deadline, so the wait stopped at the server's maximum" in details
+        # With a deadline of its own, the call is told about its deadline, not the maximum.
+        code, details = status_of(lambda: stub.Retrieve(request, timeout=0.3))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "server's maximum" not in details
 
 
 def test_min_index_version_waits_for_an_update_written_during_the_call(

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from protos.kgstream.v1 import ingest_pb2 as protos_dot_kgstream_dot_v1_dot_ingest__pb2
+from protos.kgstream.v1 import ingest_pb2 as kgstream_dot_v1_dot_ingest__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in protos/kgstream/v1/ingest_pb2_grpc.py depends on'
+        + ' but the generated code in kgstream/v1/ingest_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,13 +36,13 @@ class IngestStub:
         """
         self.UpsertDocument = channel.unary_unary(
                 '/kgstream.v1.Ingest/UpsertDocument',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.UpsertDocumentRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_ingest__pb2.UpsertDocumentRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
                 _registered_method=True)
         self.DeleteDocument = channel.unary_unary(
                 '/kgstream.v1.Ingest/DeleteDocument',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
                 _registered_method=True)
 
 
@@ -66,13 +66,13 @@ def add_IngestServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'UpsertDocument': grpc.unary_unary_rpc_method_handler(
                     servicer.UpsertDocument,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.UpsertDocumentRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.IngestResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_ingest__pb2.UpsertDocumentRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_ingest__pb2.IngestResponse.SerializeToString,
             ),
             'DeleteDocument': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteDocument,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_ingest__pb2.IngestResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_ingest__pb2.IngestResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -100,8 +100,8 @@ class Ingest:
             request,
             target,
             '/kgstream.v1.Ingest/UpsertDocument',
-            protos_dot_kgstream_dot_v1_dot_ingest__pb2.UpsertDocumentRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
+            kgstream_dot_v1_dot_ingest__pb2.UpsertDocumentRequest.SerializeToString,
+            kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -127,8 +127,8 @@ class Ingest:
             request,
             target,
             '/kgstream.v1.Ingest/DeleteDocument',
-            protos_dot_kgstream_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
+            kgstream_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
+            kgstream_dot_v1_dot_ingest__pb2.IngestResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from protos.kgstream.v1 import query_pb2 as protos_dot_kgstream_dot_v1_dot_query__pb2
+from protos.kgstream.v1 import query_pb2 as kgstream_dot_v1_dot_query__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in protos/kgstream/v1/query_pb2_grpc.py depends on'
+        + ' but the generated code in kgstream/v1/query_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,43 +36,43 @@ class KnowledgeGraphStub:
         """
         self.Query = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/Query',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.QueryResponse.FromString,
                 _registered_method=True)
         self.QueryStream = channel.unary_stream(
                 '/kgstream.v1.KnowledgeGraph/QueryStream',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryEvent.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.QueryEvent.FromString,
                 _registered_method=True)
         self.Retrieve = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/Retrieve',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.RetrievalResult.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.RetrievalResult.FromString,
                 _registered_method=True)
         self.GetEntity = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/GetEntity',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetEntityRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetEntityResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.GetEntityRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.GetEntityResponse.FromString,
                 _registered_method=True)
         self.GetRelation = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/GetRelation',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetRelationRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetRelationResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.GetRelationRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.GetRelationResponse.FromString,
                 _registered_method=True)
         self.GetSubgraph = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/GetSubgraph',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetSubgraphRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetSubgraphResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.GetSubgraphRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.GetSubgraphResponse.FromString,
                 _registered_method=True)
         self.GetDocument = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/GetDocument',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetDocumentRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetDocumentResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.GetDocumentRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.GetDocumentResponse.FromString,
                 _registered_method=True)
         self.ListDocuments = channel.unary_unary(
                 '/kgstream.v1.KnowledgeGraph/ListDocuments',
-                request_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.ListDocumentsRequest.SerializeToString,
-                response_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.ListDocumentsResponse.FromString,
+                request_serializer=kgstream_dot_v1_dot_query__pb2.ListDocumentsRequest.SerializeToString,
+                response_deserializer=kgstream_dot_v1_dot_query__pb2.ListDocumentsResponse.FromString,
                 _registered_method=True)
 
 
@@ -139,43 +139,43 @@ def add_KnowledgeGraphServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Query': grpc.unary_unary_rpc_method_handler(
                     servicer.Query,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.QueryRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.QueryResponse.SerializeToString,
             ),
             'QueryStream': grpc.unary_stream_rpc_method_handler(
                     servicer.QueryStream,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryEvent.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.QueryRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.QueryEvent.SerializeToString,
             ),
             'Retrieve': grpc.unary_unary_rpc_method_handler(
                     servicer.Retrieve,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.RetrievalResult.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.QueryRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.RetrievalResult.SerializeToString,
             ),
             'GetEntity': grpc.unary_unary_rpc_method_handler(
                     servicer.GetEntity,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetEntityRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetEntityResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.GetEntityRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.GetEntityResponse.SerializeToString,
             ),
             'GetRelation': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRelation,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetRelationRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetRelationResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.GetRelationRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.GetRelationResponse.SerializeToString,
             ),
             'GetSubgraph': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSubgraph,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetSubgraphRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetSubgraphResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.GetSubgraphRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.GetSubgraphResponse.SerializeToString,
             ),
             'GetDocument': grpc.unary_unary_rpc_method_handler(
                     servicer.GetDocument,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetDocumentRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.GetDocumentResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.GetDocumentRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.GetDocumentResponse.SerializeToString,
             ),
             'ListDocuments': grpc.unary_unary_rpc_method_handler(
                     servicer.ListDocuments,
-                    request_deserializer=protos_dot_kgstream_dot_v1_dot_query__pb2.ListDocumentsRequest.FromString,
-                    response_serializer=protos_dot_kgstream_dot_v1_dot_query__pb2.ListDocumentsResponse.SerializeToString,
+                    request_deserializer=kgstream_dot_v1_dot_query__pb2.ListDocumentsRequest.FromString,
+                    response_serializer=kgstream_dot_v1_dot_query__pb2.ListDocumentsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -203,8 +203,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/Query',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.QueryResponse.FromString,
+            kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.QueryResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -230,8 +230,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/QueryStream',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.QueryEvent.FromString,
+            kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.QueryEvent.FromString,
             options,
             channel_credentials,
             insecure,
@@ -257,8 +257,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/Retrieve',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.RetrievalResult.FromString,
+            kgstream_dot_v1_dot_query__pb2.QueryRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.RetrievalResult.FromString,
             options,
             channel_credentials,
             insecure,
@@ -284,8 +284,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/GetEntity',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetEntityRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetEntityResponse.FromString,
+            kgstream_dot_v1_dot_query__pb2.GetEntityRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.GetEntityResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -311,8 +311,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/GetRelation',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetRelationRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetRelationResponse.FromString,
+            kgstream_dot_v1_dot_query__pb2.GetRelationRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.GetRelationResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -338,8 +338,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/GetSubgraph',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetSubgraphRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetSubgraphResponse.FromString,
+            kgstream_dot_v1_dot_query__pb2.GetSubgraphRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.GetSubgraphResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -365,8 +365,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/GetDocument',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetDocumentRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.GetDocumentResponse.FromString,
+            kgstream_dot_v1_dot_query__pb2.GetDocumentRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.GetDocumentResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -392,8 +392,8 @@ class KnowledgeGraph:
             request,
             target,
             '/kgstream.v1.KnowledgeGraph/ListDocuments',
-            protos_dot_kgstream_dot_v1_dot_query__pb2.ListDocumentsRequest.SerializeToString,
-            protos_dot_kgstream_dot_v1_dot_query__pb2.ListDocumentsResponse.FromString,
+            kgstream_dot_v1_dot_query__pb2.ListDocumentsRequest.SerializeToString,
+            kgstream_dot_v1_dot_query__pb2.ListDocumentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -15,11 +15,12 @@ const path = require("path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
-const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
+// The proto root: imports read "kgstream/v1/...", as buf and protoc -I protos see them.
+const PROTO_ROOT = path.resolve(__dirname, "..", "..", "..", "protos");
 
 function loadKnowledgeGraph() {
-  const definition = protoLoader.loadSync("protos/kgstream/v1/query.proto", {
-    includeDirs: [REPO_ROOT],
+  const definition = protoLoader.loadSync("kgstream/v1/query.proto", {
+    includeDirs: [PROTO_ROOT],
     keepCase: true, // field names as in the .proto, like the Python side
     longs: String, // int64 as decimal strings: exact for any value
     enums: String,
