@@ -106,8 +106,13 @@ def pick_free_port() -> int:
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, never starting
+    with "-" (the storage tool would read it as an option; Kafka's own `Uuid.randomUuid`
+    draws again for the same reason)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
 
 
 def render_server_properties(

@@ -17,6 +17,7 @@ from tests.support.kafka import (
     KafkaBroker,
     KafkaBrokerError,
     KafkaBrokerOptions,
+    new_cluster_id,
     pick_free_port,
 )
 
@@ -188,3 +189,10 @@ def test_start_failure_raises_with_the_kafka_log_tail(
 
 def _position(record: WrittenRecord) -> tuple[int, int]:
     return record.partition, record.offset
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    # One in 64 random ids does; `kafka-storage format --cluster-id -x...` then fails.
+    ids = [new_cluster_id() for _ in range(3000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == len(ids)
