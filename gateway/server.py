@@ -1,22 +1,25 @@
 """The gRPC gateway: kgstream.v1.KnowledgeGraph and kgstream.v1.Ingest over one server.
 
 Queries go to the engine; graph and document look-ups read the Redis graph store
-directly; Ingest publishes to Kafka. Health checking and reflection (v1 and v1alpha, with
-the protos' comments: gateway/reflection.py) are always on, so load balancers and `grpcurl`
-work. Binds 127.0.0.1 unless told otherwise: the gateway has no TLS, so exposing it is a
-deliberate choice (put it behind a proxy and set an auth token).
+directly; Ingest publishes to Kafka. Health checking (NOT_SERVING while a store cannot be
+reached: gateway/health.py) and reflection (v1 and v1alpha, with the protos' comments:
+gateway/reflection.py) are always on, so load balancers and `grpcurl` work. Binds
+127.0.0.1 unless told otherwise: the gateway has no TLS, so exposing it is a deliberate
+choice (put it behind a proxy and set an auth token).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent import futures
 from dataclasses import dataclass
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 
 from connectors.redis.graph_store import GraphStore
 from gateway.auth import BearerTokenInterceptor
+from gateway.health import HealthCheck, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
@@ -34,6 +37,7 @@ class ServerOptions:
     auth_token: str | None = None
     max_message_bytes: int = 16 * 1024 * 1024  # a 10 MB document fits, with room
     max_workers: int = 16  # concurrent calls; an open QueryStream holds one
+    health_interval_seconds: float = 2.0  # how often the stores are probed for health
 
     def __post_init__(self) -> None:
         host, colon, port = self.address.rpartition(":")
@@ -50,6 +54,11 @@ class ServerOptions:
             )
         if self.max_workers < 1:
             raise ValueError(f"ServerOptions.max_workers must be >= 1; got {self.max_workers}")
+        if self.health_interval_seconds <= 0:
+            raise ValueError(
+                "ServerOptions.health_interval_seconds must be > 0; "
+                f"got {self.health_interval_seconds}"
+            )
 
 
 @dataclass(frozen=True)
@@ -59,12 +68,15 @@ class RunningServer:
     server: grpc.Server
     host: str
     port: int
+    health: StoreHealth | None = None
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
     def stop(self, grace: float | None = None) -> None:
+        if self.health is not None:
+            self.health.stop()
         self.server.stop(grace).wait()
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
@@ -76,8 +88,11 @@ def serve(
     graph_store: GraphStore,
     options: ServerOptions = ServerOptions(),
     producer: EventPublisher | None = None,
+    health_checks: Mapping[str, HealthCheck] | None = None,
 ) -> RunningServer:
-    """Start the gateway and return it; the caller stops it (`RunningServer.stop`)."""
+    """Start the gateway and return it; the caller stops it (`RunningServer.stop`).
+
+    `health_checks` (by store name): while one raises, health is NOT_SERVING."""
     interceptors = [BearerTokenInterceptor(options.auth_token)] if options.auth_token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(
@@ -97,8 +112,12 @@ def serve(
         IngestService(graph_store, producer), server
     )
     health_servicer = health.HealthServicer()
-    for name in ("", KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    store_health = StoreHealth(
+        health_servicer,
+        ("", KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE),
+        health_checks or {},
+        options.health_interval_seconds,
+    )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     enable_reflection(server, (KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE, health.SERVICE_NAME))
     try:
@@ -109,4 +128,4 @@ def serve(
         raise OSError(f"cannot bind the gateway to {options.address}: address in use or invalid")
     server.start()
     host = options.address.rpartition(":")[0]
-    return RunningServer(server=server, host=host, port=port)
+    return RunningServer(server=server, host=host, port=port, health=store_health.start())

@@ -14,7 +14,6 @@ from connectors.embeddings.local import (
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.llm.client import ChatClient, LLMOptions, SqliteResponseCache
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
-from connectors.redis.graph_store import GraphStore
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, Stores, open_stores
 from connectors.tokenizer import TiktokenTokenizer
@@ -150,11 +149,13 @@ def build_engine(
     return MeteredEngine(engine, metrics) if metrics is not None else engine
 
 
-def serve_gateway(settings: Settings, engine: Engine, graph: GraphStore) -> RunningServer:
+def serve_gateway(settings: Settings, engine: Engine, stores: Stores) -> RunningServer:
+    """The gateway over `engine`, its health following Redis and the vector store."""
     producer = None
     if settings.kafka_bootstrap_servers:
         from connectors.kafka.producer import DocumentEventProducer
 
         producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
     options = ServerOptions(address=settings.grpc_address, auth_token=settings.grpc_auth_token)
-    return serve(engine, graph, options, producer)
+    checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
+    return serve(engine, stores.graph, options, producer, health_checks=checks)

@@ -439,6 +439,10 @@ class GraphStore:
     def client(self) -> redis.Redis:
         return self._client
 
+    def ping(self) -> None:
+        """Raise when Redis cannot be reached (the gateway's health check)."""
+        self._client.ping()
+
     def close(self) -> None:
         self._client.close()
 

@@ -301,6 +301,10 @@ class VectorStore(Protocol):
         """How many points the collection holds."""
         ...
 
+    def ping(self) -> None:
+        """Raise when the backend cannot be reached (the gateway's health check)."""
+        ...
+
     def iter_points(self, kind: VectorKind) -> Iterator[VectorPoint]:
         """Every point of the collection, in no particular order (export, equality tests)."""
         ...
@@ -542,6 +546,10 @@ class BaseVectorStore(ABC):
     def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]: ...
 
     @abstractmethod
+    def _ping(self) -> None:
+        """One cheap round trip to the backend; raise when it cannot be reached."""
+
+    @abstractmethod
     def _close_backend(self) -> None: ...
 
     # -- the VectorStore port ---------------------------------------------------------
@@ -731,6 +739,9 @@ class BaseVectorStore(ABC):
 
     def count(self, kind: VectorKind) -> int:
         return self._count(self._name(kind))
+
+    def ping(self) -> None:
+        self._ping()
 
     def iter_points(self, kind: VectorKind) -> Iterator[VectorPoint]:
         name = self._name(kind)

@@ -44,6 +44,7 @@ from connectors.vectors.base import (
     CollectionRecord,
     RawHit,
     RawRecord,
+    VectorStoreNotOpenError,
     VectorStoreOptions,
     dense_vector,
     workspace_collection_prefix,
@@ -219,6 +220,13 @@ class EdgeVectorStore(BaseVectorStore):
             yield records
             if offset is None:
                 return
+
+    def _ping(self) -> None:
+        """In-process: reachable while the shards are open."""
+        if not self._shards:
+            raise VectorStoreNotOpenError("the Qdrant Edge shards are not open")
+        for shard in self._shards.values():
+            shard.info()
 
     def _close_backend(self) -> None:
         shards, self._shards = self._shards, {}

@@ -207,5 +207,8 @@ class QdrantClientVectorStore(BaseVectorStore):
             if offset is None:
                 return
 
+    def _ping(self) -> None:
+        self.client.get_collections()
+
     def _close_backend(self) -> None:
         self.client.close()

@@ -16,7 +16,7 @@ def start_gateway(settings: Settings, engine: Any, stores: Any) -> Any:
     from kgstream.assembly import serve_gateway
 
     try:
-        gateway = serve_gateway(settings, engine, stores.graph)
+        gateway = serve_gateway(settings, engine, stores)
     except OSError as error:
         raise UserError(
             str(error), "is another gateway running there? pass --grpc HOST:PORT (or --no-serve)"

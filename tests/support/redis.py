@@ -54,9 +54,10 @@ class RedisTestServer:
         finally:
             client.close()
 
-    def start(self) -> RedisTestServer:
+    def start(self, port: int | None = None) -> RedisTestServer:
+        """Start on `port` (a free one by default; pass the old one to restart in place)."""
         self._dir = Path(tempfile.mkdtemp(prefix="kgstream-redis-"))
-        self.port = _free_port()
+        self.port = port or _free_port()
         self._process = subprocess.Popen(
             [
                 self.executable,
