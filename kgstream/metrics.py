@@ -6,24 +6,38 @@ several side by side without "duplicated timeseries" errors. Label sets that are
 closed (LLM call kinds, document statuses) are created up front, so their
 series read 0 from the start instead of appearing only after the first event:
 Prometheus rates and alerts over a series that does not exist yet are silent.
+
+The index's state (`index_version`, `documents_by_status`, `consumer_lag`) is read from
+Redis at each scrape (`watch_index`), so it is right from the first scrape after a restart
+and under `kgstream serve`, which commits nothing. Process metrics (CPU, memory, open
+files) and Python's are exported too.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Gauge,
+    GCCollector,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     generate_latest,
     start_http_server,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-from dataflow.core.documents import DocumentStatus
+from connectors.redis.graph_store import GraphStore
+from dataflow.core.documents import FAILURE_KINDS, DocumentStatus
+
+_LOGGER = logging.getLogger(__name__)
 
 NAMESPACE = "kgstream"
 LLM_CALL_KINDS = ("extract", "summary", "answer", "keywords")
@@ -46,13 +60,6 @@ class Metrics:
             "events_in",
             "Document-change events read, by source (kafka, folder, ingest).",
             ["source"],
-            namespace=ns,
-            registry=registry,
-        )
-        self.documents_by_status = Gauge(
-            "documents_by_status",
-            "Documents currently in each status.",
-            ["status"],
             namespace=ns,
             registry=registry,
         )
@@ -83,21 +90,8 @@ class Metrics:
         )
         self.failures = Counter(
             "failures",
-            "Failures, by kind of reason (e.g. too_large, not_utf8, llm_error).",
+            f"Documents that failed, by kind of reason ({', '.join(FAILURE_KINDS)}).",
             ["reason_kind"],
-            namespace=ns,
-            registry=registry,
-        )
-        self.index_version = Gauge(
-            "index_version",
-            "The index version queries currently see.",
-            namespace=ns,
-            registry=registry,
-        )
-        self.consumer_lag = Gauge(
-            "consumer_lag",
-            "Kafka messages between the consumer's position and the partition end.",
-            ["partition"],
             namespace=ns,
             registry=registry,
         )
@@ -124,12 +118,64 @@ class Metrics:
         )
         for kind in LLM_CALL_KINDS:
             self.llm_calls.labels(kind=kind)
-        for status in DocumentStatus:
-            self.documents_by_status.labels(status=status.value)
+        for kind in FAILURE_KINDS:
+            self.failures.labels(reason_kind=kind)
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+
+    def watch_index(self, graph: GraphStore, topic: str | None = None) -> None:
+        """Export the index state of `graph` (read at each scrape); `topic` labels the
+        consumer lag (the Kafka topic the indexer reads)."""
+        self.registry.register(IndexStateCollector(graph, topic or ""))
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format (what GET /metrics returns)."""
         return generate_latest(self.registry)
+
+
+class IndexStateCollector(Collector):
+    """`index_version`, `documents_by_status` and `consumer_lag`, read from Redis when
+    scraped; while Redis cannot be reached they are left out (the scrape still answers)."""
+
+    def __init__(self, graph: GraphStore, topic: str) -> None:
+        self._graph, self._topic = graph, topic
+
+    def describe(self) -> Iterator[Metric]:
+        return self._families({}, 0, {})
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            version = self._graph.version()
+            counts = self._graph.status_counts()
+            lag = self._graph.consumer_lag()
+        except Exception as error:  # a Redis outage: health and logs report it
+            _LOGGER.debug("index state not exported: %s", error)
+            return iter(())
+        return self._families(counts, version, lag)
+
+    def _families(
+        self, counts: dict[DocumentStatus, int], version: int, lag: dict[int, int]
+    ) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            f"{NAMESPACE}_index_version", "The index version queries currently see.", version
+        )
+        statuses = GaugeMetricFamily(
+            f"{NAMESPACE}_documents_by_status",
+            "Documents currently in each status.",
+            labels=["status"],
+        )
+        for status in DocumentStatus:
+            statuses.add_metric([status.value], counts.get(status, 0))
+        yield statuses
+        lags = GaugeMetricFamily(
+            f"{NAMESPACE}_consumer_lag",
+            "Kafka messages between the indexer's position and the partition end.",
+            labels=["topic", "partition"],
+        )
+        for partition, value in lag.items():
+            lags.add_metric([self._topic, str(partition)], value)
+        yield lags
 
 
 @dataclass(frozen=True)

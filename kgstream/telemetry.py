@@ -10,7 +10,7 @@ from typing import Any
 
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.commit import CommitBatch
-from dataflow.core.documents import DocumentStatus
+from dataflow.core.documents import DocumentStatus, failure_kind
 from dataflow.core.messages import SourceEvent
 from gateway.types import Answer, AnswerStream, QueryParams, Retrieval
 from kgstream.metrics import Metrics
@@ -41,13 +41,7 @@ class IndexerMetrics:
                 self.metrics.freshness_seconds.observe(max(0.0, now - document.event_time))
             record = document.record
             if record is not None and record.status is DocumentStatus.FAILED:
-                kind = "extraction" if record.reason.startswith("extraction") else "document"
-                self.metrics.failures.labels(reason_kind=kind).inc()
-        if batch.is_empty():
-            return
-        self.metrics.index_version.set(self.graph.version())
-        for status, count in self.graph.status_counts().items():
-            self.metrics.documents_by_status.labels(status=status.value).set(count)
+                self.metrics.failures.labels(reason_kind=failure_kind(record.reason)).inc()
 
 
 def observe_llm(metrics: Metrics) -> Any:
@@ -110,7 +104,7 @@ class MeteredEngine:
 
 class ConsumerLagReporter:
     """Every `interval` seconds: Kafka end offsets minus the indexer's positions, to the
-    `consumer_lag` gauge and to the graph store (where `kgstream status` reads it)."""
+    graph store (where `kgstream status` and the `consumer_lag` gauge read it)."""
 
     def __init__(
         self,
@@ -155,10 +149,7 @@ class ConsumerLagReporter:
                     tp.partition: max(0, int(end) - positions.get(tp.partition, 0))
                     for tp, end in ends.items()
                 }
-                self._graph.set_consumer_lag(lag)
-                if self._metrics is not None:
-                    for partition, value in lag.items():
-                        self._metrics.consumer_lag.labels(partition=str(partition)).set(value)
+                self._graph.set_consumer_lag(lag)  # the metrics read it from there
             except Exception:  # a broker hiccup must not kill the indexer; next tick retries
                 if consumer is not None:
                     consumer.close()

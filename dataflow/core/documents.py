@@ -58,6 +58,29 @@ class PreparedDocument:
     length: int
 
 
+FAILURE_KINDS = ("bad_doc_id", "too_large", "binary", "not_utf8", "empty", "extraction", "other")
+"""What `failure_kind` names a failure reason (the `failures_total` metric's label values)."""
+
+_FAILURE_PREFIXES = (
+    ("doc_id ", "bad_doc_id"),
+    ("document is empty", "empty"),
+    ("document is ", "too_large"),  # "document is N bytes, over the limit ..."
+    ("content is binary", "binary"),
+    ("content is not valid UTF-8", "not_utf8"),
+    ("text holds an unpaired surrogate", "not_utf8"),
+    ("extraction failed", "extraction"),
+)
+
+
+def failure_kind(reason: str) -> str:
+    """The kind of a FAILED document's reason, one of `FAILURE_KINDS` (the reasons are made
+    in this module and in dataflow/core/commit.py, and begin as the table above says)."""
+    for prefix, kind in _FAILURE_PREFIXES:
+        if reason.startswith(prefix):
+            return kind
+    return "other"
+
+
 @dataclass(frozen=True)
 class DocumentFailure:
     doc_id: str

@@ -67,6 +67,8 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
         client = build_chat_client(settings, metrics)  # one LLM budget for indexing and answers
         components = build_components(settings, metrics, client)
         gateway = lag = None
+        if metrics is not None:
+            metrics.watch_index(components.stores.graph, settings.kafka_topic)
         try:
             source = _live_source(settings, args, components.stores.graph, metrics)
             if not args.no_serve:

@@ -47,6 +47,8 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
     with lock, telemetry(settings) as metrics:
         embedder = build_embedder(settings)
         stores = open_settings_stores(settings, embedder)
+        if metrics is not None:
+            metrics.watch_index(stores.graph, settings.kafka_topic)
         try:
             engine = build_engine(settings, stores, embedder, metrics)
             gateway = start_gateway(settings, engine, stores)

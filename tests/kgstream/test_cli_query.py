@@ -96,3 +96,21 @@ def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monk
     answered = json.loads(capsys.readouterr().out)
     assert "No LLM is configured" in answered["answer"]
     assert answered["chunks"] and answered["chunks"][0]["file_path"] in DOCS
+
+    # A restarted gateway alone (`serve` commits nothing) exports the index state at once.
+    serving = kgstream("serve", "--data", str(data), "--grpc", "127.0.0.1:0", env=env)
+    try:
+        banner = ""
+        while "gateway on" not in banner:
+            line = serving.stdout.readline()
+            assert line, f"kgstream serve exited early: {banner}"
+            banner += line
+        metrics_url = re.search(r"metrics on (\S+)", banner).group(1)
+        metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+        assert sample(metrics, 'kgstream_documents_by_status{status="PROCESSED"}') == 2
+        assert sample(metrics, "kgstream_index_version") >= result["index_version"] > 0
+        assert sample(metrics, "process_resident_memory_bytes") > 0
+    finally:
+        serving.send_signal(signal.SIGINT)
+        output, _ = serving.communicate(timeout=60)
+    assert serving.returncode == 0, output

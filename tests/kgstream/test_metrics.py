@@ -1,10 +1,24 @@
+import itertools
 import re
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
+from connectors.redis.graph_store import GraphBatch, GraphStore
+from dataflow.core.documents import (
+    FAILURE_KINDS,
+    DocumentFailure,
+    DocumentLimits,
+    DocumentRecord,
+    DocumentStatus,
+    DocumentUpsert,
+    failure_kind,
+    prepare_document,
+)
 from kgstream.metrics import Metrics, MetricsServer, parse_metrics_address, start_metrics_server
+
+_workspaces = itertools.count()
 
 
 @pytest.fixture
@@ -41,28 +55,22 @@ def test_updates_show_in_the_scrape_with_their_labels_and_values(served):
     metrics, server = served
     metrics.events_in.labels(source="kafka").inc(3)
     metrics.events_in.labels(source="folder").inc()
-    metrics.documents_by_status.labels(status="PROCESSED").set(7)
     metrics.chunks_extracted.inc(12)
     metrics.llm_calls.labels(kind="extract").inc(5)
     metrics.llm_cache_hits.inc(2)
     metrics.embedding_calls.inc(4)
     metrics.failures.labels(reason_kind="too_large").inc()
-    metrics.index_version.set(42)
-    metrics.consumer_lag.labels(partition="3").set(17)
     metrics.dead_letters.inc()
 
     text = scrape(server)
 
     assert sample(text, "kgstream_events_in_total", 'source="kafka"') == 3
     assert sample(text, "kgstream_events_in_total", 'source="folder"') == 1
-    assert sample(text, "kgstream_documents_by_status", 'status="PROCESSED"') == 7
     assert sample(text, "kgstream_chunks_extracted_total") == 12
     assert sample(text, "kgstream_llm_calls_total", 'kind="extract"') == 5
     assert sample(text, "kgstream_llm_cache_hits_total") == 2
     assert sample(text, "kgstream_embedding_calls_total") == 4
     assert sample(text, "kgstream_failures_total", 'reason_kind="too_large"') == 1
-    assert sample(text, "kgstream_index_version") == 42
-    assert sample(text, "kgstream_consumer_lag", 'partition="3"') == 17
     assert sample(text, "kgstream_dead_letters_total") == 1
 
 
@@ -86,8 +94,63 @@ def test_closed_label_sets_are_exposed_as_zero_before_any_event():
     text = Metrics().exposition().decode()
     for kind in ("extract", "summary", "answer", "keywords"):
         assert sample(text, "kgstream_llm_calls_total", f'kind="{kind}"') == 0
-    for status in ("PENDING", "PROCESSING", "PROCESSED", "FAILED"):
-        assert sample(text, "kgstream_documents_by_status", f'status="{status}"') == 0
+    for kind in FAILURE_KINDS:
+        assert sample(text, "kgstream_failures_total", f'reason_kind="{kind}"') == 0
+    assert "too_large" in FAILURE_KINDS and "not_utf8" in FAILURE_KINDS
+
+
+def test_process_metrics_are_exported():
+    text = Metrics().exposition().decode()
+    assert sample(text, "process_resident_memory_bytes") > 0
+    assert sample(text, "process_cpu_seconds_total") >= 0
+    assert "python_info{" in text
+
+
+def test_the_index_state_is_read_from_redis_at_every_scrape(redis_server):
+    graph = GraphStore.from_url(redis_server.url, workspace=f"metrics{next(_workspaces)}")
+    try:
+        graph.apply(
+            GraphBatch(
+                document_upserts=(
+                    DocumentRecord("a.md", DocumentStatus.PROCESSED, "a.md", "sha256:1", ()),
+                    DocumentRecord("b.md", DocumentStatus.FAILED, "b.md", "sha256:2", ()),
+                )
+            )
+        )
+        graph.set_consumer_lag({0: 4, 2: 9})
+        metrics = Metrics()  # as after a restart: nothing was counted in this process
+        metrics.watch_index(graph, "docs")
+        text = metrics.exposition().decode()
+        assert sample(text, "kgstream_index_version") == graph.version() == 1
+        assert sample(text, "kgstream_documents_by_status", 'status="PROCESSED"') == 1
+        assert sample(text, "kgstream_documents_by_status", 'status="FAILED"') == 1
+        assert sample(text, "kgstream_documents_by_status", 'status="PENDING"') == 0
+        assert sample(text, "kgstream_consumer_lag", 'partition="2",topic="docs"') == 9
+        graph.apply(GraphBatch(document_deletes=("b.md",)))
+        text = metrics.exposition().decode()
+        assert sample(text, "kgstream_index_version") == 2
+        assert sample(text, "kgstream_documents_by_status", 'status="FAILED"') == 0
+    finally:
+        graph.clear()
+        graph.close()
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "content", "kind"),
+    [
+        ("a.md", "x" * 11, "too_large"),
+        ("a.md", b"caf\xe9", "not_utf8"),
+        ("a.md", b"\x00\x01\x02\x03ab", "binary"),
+        ("a.md", "  \n ", "empty"),
+        (" ", "text", "bad_doc_id"),
+    ],
+)
+def test_failure_kinds_name_the_reasons_documents_really_fail_with(doc_id, content, kind):
+    failed = prepare_document(DocumentUpsert(doc_id, content, "a.md"), DocumentLimits(max_bytes=10))
+    assert isinstance(failed, DocumentFailure)
+    assert failure_kind(failed.reason) == kind
+    assert failure_kind("extraction failed for 2 chunk(s): HTTP 500") == "extraction"
+    assert failure_kind("a reason no one wrote yet") == "other"
 
 
 def test_each_metrics_object_has_its_own_registry():
