@@ -4,6 +4,7 @@
 import json
 import re
 import signal
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -31,6 +32,16 @@ def sample(exposition: str, series: str) -> float:
     raise AssertionError(f"{series} not exported:\n{exposition}")
 
 
+def read_banner(process: subprocess.Popen[str]) -> str:
+    """The process's output up to its "gateway on HOST:PORT" line."""
+    banner = ""
+    while "gateway on" not in banner:
+        line = process.stdout.readline() if process.stdout else ""
+        assert line, f"kgstream exited early: {banner}"
+        banner += line
+    return banner
+
+
 def write(folder: Path) -> None:
     for name, text in DOCS.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -45,11 +56,7 @@ def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monk
         "run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0", env=env
     )
     try:
-        banner = ""
-        while "gateway on" not in banner:
-            line = running.stdout.readline()
-            assert line, f"kgstream run exited early: {banner}"
-            banner += line
+        banner = read_banner(running)
         address = re.search(r"gateway on (\S+)", banner).group(1)
         metrics_url = re.search(r"metrics on (\S+)", banner).group(1)
 
@@ -100,11 +107,7 @@ def test_run_serves_the_gateway_and_query_reaches_it(env, tmp_path, capsys, monk
     # A restarted gateway alone (`serve` commits nothing) exports the index state at once.
     serving = kgstream("serve", "--data", str(data), "--grpc", "127.0.0.1:0", env=env)
     try:
-        banner = ""
-        while "gateway on" not in banner:
-            line = serving.stdout.readline()
-            assert line, f"kgstream serve exited early: {banner}"
-            banner += line
+        banner = read_banner(serving)
         metrics_url = re.search(r"metrics on (\S+)", banner).group(1)
         metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
         assert sample(metrics, 'kgstream_documents_by_status{status="PROCESSED"}') == 2
