@@ -77,7 +77,7 @@ def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:
     locations = StoreLocations(
         data_dir=settings.data_dir,
         workspace=settings.workspace,
-        redis_url=settings.redis_url,
+        redis_url=settings.redis_connection_url(),
         qdrant_url=settings.qdrant_url,
     )
     return open_stores(locations, embedding_space_name(embedder), embedder.dimension)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
@@ -25,9 +26,10 @@ from dataflow.core.prompts import ExtractionPromptOptions
 from kgstream.logs import level_number
 
 ENV_PREFIX = "KGSTREAM_"
+FILE_SUFFIX = "_FILE"  # KGSTREAM_X_FILE=/run/secrets/x: the setting's value is that file's content
 # Names that OpenAI-compatible tooling already uses, honoured as aliases.
 ENV_ALIASES = {"OPENAI_BASE_URL": "llm_base_url", "OPENAI_API_KEY": "llm_api_key"}
-SECRET_FIELDS = frozenset({"llm_api_key", "embedding_api_key", "grpc_auth_token"})
+SECRET_FIELDS = frozenset({"llm_api_key", "embedding_api_key", "grpc_auth_token", "redis_password"})
 
 
 class SettingsError(ValueError):
@@ -73,6 +75,9 @@ class Settings:
     embedding_threads: int = 0
     # stores: embedded unless URLs are set
     redis_url: str | None = None
+    redis_password: str | None = (
+        None  # joined to redis_url (e.g. from KGSTREAM_REDIS_PASSWORD_FILE)
+    )
     qdrant_url: str | None = None
     # event log
     kafka_bootstrap_servers: str | None = None
@@ -100,6 +105,8 @@ class Settings:
                 f"dlq_topic must be a topic other than kafka_topic ({self.kafka_topic!r}); "
                 f"got {self.dlq_topic!r}"
             )
+        if self.redis_password and self.redis_url and urlsplit(self.redis_url).password:
+            raise SettingsError("redis_url holds a password already; drop it or redis_password")
         for name in ("log_level", "library_log_level"):
             try:
                 level_number(getattr(self, name))
@@ -116,6 +123,16 @@ class Settings:
             self.render_options()
         except ValueError as error:
             raise SettingsError(str(error)) from error
+
+    def redis_connection_url(self) -> str | None:
+        """`redis_url` with `redis_password` in it (URL-escaped), or None for the embedded one."""
+        if not self.redis_url or not self.redis_password:
+            return self.redis_url
+        parts = urlsplit(self.redis_url)
+        user = quote(parts.username or "", safe="")
+        host = parts.netloc.rpartition("@")[2]  # host:port as written (IPv6 brackets kept)
+        netloc = f"{user}:{quote(self.redis_password, safe='')}@{host}"
+        return urlunsplit(parts._replace(netloc=netloc))
 
     def chunking_options(self) -> ChunkingOptions:
         return ChunkingOptions(
@@ -177,19 +194,35 @@ def _field_types() -> dict[str, Any]:
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """Settings from `KGSTREAM_<NAME>` (and the OpenAI aliases), each also readable from a
+    file named by `<VARIABLE>_FILE` (Docker and Kubernetes secrets: the file's content, one
+    trailing newline dropped); setting both forms of one variable is an error."""
     types_by_name = _field_types()
     values: dict[str, Any] = {}
-    for alias, name in ENV_ALIASES.items():
-        if env.get(alias):
-            values[name] = _coerce(name, env[alias], types_by_name[name], alias)
-    for key, raw in env.items():
-        if not key.startswith(ENV_PREFIX):
-            continue
-        name = key[len(ENV_PREFIX) :].lower()
-        if name not in types_by_name:
-            continue  # other tools share the prefix space; unknown names are not ours
-        values[name] = _coerce(name, raw, types_by_name[name], key)
+    variables = {alias: name for alias, name in ENV_ALIASES.items()}
+    for key in env:
+        stem = key.removesuffix(FILE_SUFFIX)
+        name = stem[len(ENV_PREFIX) :].lower()
+        if stem.startswith(ENV_PREFIX) and name in types_by_name:
+            variables[stem] = name  # unknown names are not ours: other tools share the prefix
+    for variable, name in variables.items():
+        raw = _env_value(env, variable)
+        if raw is not None and (raw or variable not in ENV_ALIASES):
+            values[name] = _coerce(name, raw, types_by_name[name], variable)
     return values
+
+
+def _env_value(env: Mapping[str, str], variable: str) -> str | None:
+    """`variable`'s value, from the environment or from the file `<variable>_FILE` names."""
+    path = env.get(variable + FILE_SUFFIX)
+    if path is None:
+        return env.get(variable)
+    if variable in env:
+        raise SettingsError(f"set {variable} or {variable}{FILE_SUFFIX}, not both")
+    try:
+        return Path(path).read_text(encoding="utf-8").removesuffix("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{variable}{FILE_SUFFIX}: cannot read {path}: {error}") from error
 
 
 def _from_mapping(data: Mapping[str, Any], source: str) -> dict[str, Any]:

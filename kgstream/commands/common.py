@@ -83,5 +83,7 @@ def open_index_graph(settings: Settings) -> Any:
     from connectors.stores import StoreLocations, open_graph_store
 
     require_index(settings)
-    locations = StoreLocations(settings.data_dir, settings.workspace, settings.redis_url)
+    locations = StoreLocations(
+        settings.data_dir, settings.workspace, settings.redis_connection_url()
+    )
     return open_graph_store(locations)

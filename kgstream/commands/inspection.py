@@ -140,7 +140,10 @@ def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int
     require_index(settings)
     with data_dir_lock(settings.data_dir):
         locations = StoreLocations(
-            settings.data_dir, settings.workspace, settings.redis_url, settings.qdrant_url
+            settings.data_dir,
+            settings.workspace,
+            settings.redis_connection_url(),
+            settings.qdrant_url,
         )
         graph, embedded = open_graph_store(locations)
         vectors = open_vector_store(locations)

@@ -95,3 +95,49 @@ def test_the_dead_letter_topic_is_a_setting_shown_by_config(capsys, monkeypatch)
     monkeypatch.setenv("KGSTREAM_DLQ_TOPIC", "docs.dead")
     assert main(["config"]) == 0
     assert json.loads(capsys.readouterr().out)["dlq_topic"] == "docs.dead"
+
+
+def test_any_setting_can_come_from_a_file_named_by_its_FILE_variable(tmp_path: Path):
+    (tmp_path / "token").write_text("s3cret-token\n")  # one trailing newline is dropped
+    (tmp_path / "key").write_text("sk-from-a-file")
+    (tmp_path / "size").write_text("800\n")
+    settings = load_settings(
+        {
+            "KGSTREAM_GRPC_AUTH_TOKEN_FILE": str(tmp_path / "token"),
+            "OPENAI_API_KEY_FILE": str(tmp_path / "key"),
+            "KGSTREAM_CHUNK_TOKEN_SIZE_FILE": str(tmp_path / "size"),
+        }
+    )
+    assert settings.grpc_auth_token == "s3cret-token"
+    assert settings.llm_api_key == "sk-from-a-file"
+    assert settings.chunk_token_size == 800
+    both = {"KGSTREAM_GRPC_AUTH_TOKEN": "a", "KGSTREAM_GRPC_AUTH_TOKEN_FILE": str(tmp_path)}
+    with pytest.raises(SettingsError, match="set KGSTREAM_GRPC_AUTH_TOKEN or KGSTREAM_GRPC_A"):
+        load_settings(both)
+    with pytest.raises(SettingsError, match="KGSTREAM_REDIS_PASSWORD_FILE: cannot read"):
+        load_settings({"KGSTREAM_REDIS_PASSWORD_FILE": str(tmp_path / "missing")})
+
+
+def test_a_redis_password_joins_the_url_escaped_and_reaches_a_real_server(tmp_path: Path):
+    from connectors.redis.graph_store import GraphStore
+    from tests.support.redis import RedisTestServer
+
+    password = "p@ss:w/rd %"
+    (tmp_path / "redis_password").write_text(password + "\n")
+    with RedisTestServer(password=password) as server:
+        settings = load_settings(
+            {
+                "KGSTREAM_REDIS_URL": f"redis://127.0.0.1:{server.port}/0",
+                "KGSTREAM_REDIS_PASSWORD_FILE": str(tmp_path / "redis_password"),
+            }
+        )
+        assert settings.masked()["redis_password"] == "****" + password[-4:]
+        url = settings.redis_connection_url()
+        assert url == f"redis://:p%40ss%3Aw%2Frd%20%25@127.0.0.1:{server.port}/0"
+        graph = GraphStore.from_url(url)
+        try:
+            assert graph.version() == 0  # authenticated: an unauthenticated call is refused
+        finally:
+            graph.close()
+    with pytest.raises(SettingsError, match="redis_url holds a password already"):
+        load_settings({"KGSTREAM_REDIS_URL": "redis://:a@h:1/0", "KGSTREAM_REDIS_PASSWORD": "b"})

@@ -36,8 +36,14 @@ def _free_port() -> int:
 class RedisTestServer:
     """redis-server on a free 127.0.0.1 port, no persistence, in a temporary directory."""
 
-    def __init__(self, executable: str | None = None, start_timeout_seconds: float = 10.0):
+    def __init__(
+        self,
+        executable: str | None = None,
+        start_timeout_seconds: float = 10.0,
+        password: str | None = None,
+    ):
         self.executable = executable or shutil.which("redis-server") or find_redis_server()
+        self.password = password
         self.start_timeout_seconds = start_timeout_seconds
         self.port = 0
         self._dir: Path | None = None
@@ -75,6 +81,7 @@ class RedisTestServer:
                 "no",
                 "--logfile",
                 str(self._dir / "redis.log"),
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -124,7 +131,11 @@ class RedisTestServer:
 
     def _control_client(self) -> redis.Redis:
         return redis.Redis(
-            host="127.0.0.1", port=self.port, socket_timeout=1, retry=Retry(NoBackoff(), 0)
+            host="127.0.0.1",
+            port=self.port,
+            password=self.password,
+            socket_timeout=1,
+            retry=Retry(NoBackoff(), 0),
         )
 
     def __enter__(self) -> RedisTestServer:
