@@ -26,12 +26,14 @@ from typing import Any
 
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from kgstream.cli import COMMANDS, build_parser
 from kgstream.logs import LOG_FORMATS
 from kgstream.metrics import Metrics, parse_metrics_address, start_metrics_server
-from kgstream.settings import ENV_ALIASES, ENV_PREFIX, Settings, load_settings
+from kgstream.settings import ENV_ALIASES, ENV_PREFIX, FILE_SUFFIX, Settings, load_settings
+from tests.support.redis import RedisTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -180,18 +182,34 @@ def test_the_indexer_consumes_the_topic_that_kafka_init_creates(services, kgstre
     assert services["kafka"]["environment"]["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
 
 
-def test_kgstream_environment_loads_into_settings(kgstream_services):
+def mounted_secrets(spec: dict[str, Any]) -> set[str]:
+    """The container paths of the secrets a service mounts."""
+    return {
+        secret.get("target") or f"/run/secrets/{secret['source']}"
+        for secret in spec.get("secrets", [])
+    }
+
+
+def test_kgstream_environment_loads_into_settings(kgstream_services, tmp_path):
     fields = set(Settings.__dataclass_fields__)
     for name, spec in kgstream_services.items():
         environment: dict[str, str] = {k: v or "" for k, v in spec["environment"].items()}
-        for key in environment:
-            if key.startswith(ENV_PREFIX):
-                field = key.removeprefix(ENV_PREFIX).lower()
+        for key, value in list(environment.items()):
+            variable = key.removesuffix(FILE_SUFFIX)
+            if variable != key:  # a secret file: mounted by the service; here a local copy
+                assert value in mounted_secrets(spec), f"service {name}: {key} is not mounted"
+                local = tmp_path / Path(value).name
+                local.write_text("a-password\n")
+                environment[key] = str(local)
+            if variable.startswith(ENV_PREFIX):
+                field = variable.removeprefix(ENV_PREFIX).lower()
                 assert field in fields, f"service {name}: {key} is not a kgstream setting"
             else:
-                assert key in ENV_ALIASES, f"service {name}: {key} is not read by kgstream"
+                assert variable in ENV_ALIASES, f"service {name}: {key} is not read by kgstream"
         settings = load_settings(environment)
         assert settings.redis_url and settings.redis_url.startswith("redis://redis:")
+        assert settings.redis_password == "a-password"
+        assert settings.redis_connection_url() == "redis://:a-password@redis:6379/0"
         assert settings.qdrant_url and settings.qdrant_url.startswith("http://qdrant:")
         assert settings.kafka_bootstrap_servers == "kafka:9092"
         assert settings.llm_base_url is None, "an empty OPENAI_BASE_URL means the offline extractor"
@@ -200,18 +218,45 @@ def test_kgstream_environment_loads_into_settings(kgstream_services):
         parse_metrics_address(settings.metrics_address)
 
 
-def test_only_the_gateway_port_is_published_and_only_on_localhost(services, kgstream_services):
+def test_published_ports_are_on_localhost_only_and_each_has_a_purpose(services, kgstream_services):
     published = {
-        (name, port["target"]): port
+        (name, int(port["target"])): port
         for name, spec in services.items()
         for port in spec.get("ports", [])
     }
+    assert all(port["host_ip"] == "127.0.0.1" for port in published.values()), published
     gateway = build_parser().parse_args(kgstream_services["gateway"]["command"])
     grpc_port = int(gateway.grpc.rpartition(":")[2])
-    assert set(published) == {("gateway", grpc_port)}
-    port = published[("gateway", grpc_port)]
-    assert port["host_ip"] == "127.0.0.1"
-    assert port["published"] == "50051"
+    metrics_port = {
+        name: parse_metrics_address(spec["environment"]["KGSTREAM_METRICS_ADDRESS"])[1]
+        for name, spec in kgstream_services.items()
+    }
+    kafka = services["kafka"]["environment"]
+    external = dict(entry.split("://") for entry in kafka["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    external_port = int(external["EXTERNAL"].rpartition(":")[2])
+    assert external["EXTERNAL"].startswith("localhost:")
+    assert f"EXTERNAL://:{external_port}" in kafka["KAFKA_LISTENERS"].split(",")
+    assert set(published) == {
+        ("gateway", grpc_port),
+        ("gateway", metrics_port["gateway"]),
+        ("indexer", metrics_port["indexer"]),
+        ("kafka", external_port),
+    }
+    assert published[("gateway", grpc_port)]["published"] == "50051"
+    assert published[("kafka", external_port)]["published"] == str(external_port)
+
+    # docs/prometheus.yml scrapes exactly the published metrics ports.
+    scrape = yaml.safe_load((ROOT / "docs" / "prometheus.yml").read_text())
+    targets = {
+        target
+        for job in scrape["scrape_configs"]
+        for static in job["static_configs"]
+        for target in static["targets"]
+    }
+    assert targets == {
+        f"127.0.0.1:{published[(name, metrics_port[name])]['published']}"
+        for name in ("indexer", "gateway")
+    }
 
 
 def test_every_long_running_service_has_a_health_check(services):
@@ -244,8 +289,10 @@ def test_state_lives_in_named_volumes(services):
         assert mounts, f"{name} keeps no state in a volume"
         for mount in mounts:
             assert mount["type"] == "volume", f"{name} mounts {mount} (not a named volume)"
-    redis_command = services["redis"]["command"]
-    assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
+    redis_command = compose_unescape(" ".join(services["redis"]["command"]))
+    assert "--appendonly yes" in redis_command
+    assert '--requirepass "$(cat /run/secrets/redis_password)"' in redis_command
+    assert "/run/secrets/redis_password" in mounted_secrets(services["redis"])
 
 
 # -- the health checks themselves, run here against real servers ------------------
@@ -323,3 +370,16 @@ def test_qdrant_health_check_requires_readyz_to_answer_200(services, readyz_serv
     assert not passes(argv), "passes while /readyz answers 503"
     status["code"] = 200
     assert passes(argv)
+
+
+def test_redis_health_check_authenticates_with_the_secret_file(services, tmp_path):
+    password = tmp_path / "redis_password"
+    password.write_text("the-right-one\n")
+    test = [compose_unescape(part) for part in services["redis"]["healthcheck"]["test"]]
+    assert test[0] == "CMD-SHELL"
+    with RedisTestServer(password="the-right-one") as server:
+        script = test[1].replace("/run/secrets/redis_password", str(password))
+        script = script.replace("redis-cli ", f"redis-cli -p {server.port} ")
+        assert passes(["sh", "-c", script])
+        password.write_text("a-wrong-one\n")
+        assert not passes(["sh", "-c", script]), "passes with the wrong password"
