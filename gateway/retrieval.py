@@ -38,7 +38,7 @@ from connectors.vectors.base import VectorFilter, VectorHit, VectorKind
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.lexical import STOPWORDS, SparseVector
-from dataflow.core.naming import relation_pair, relation_pair_of
+from dataflow.core.naming import relation_pair_of
 from gateway.fusion import Lane, fuse
 from gateway.names import matched_names, name_spans, named_entities
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
@@ -199,8 +199,12 @@ def one_hop(stores: Stores, entities: Sequence[RetrievedEntity]) -> OneHop:
     for entity in entities:
         key = entity.record.key
         around = neighbours.get(key, [])
+        own = len(around)
         for other, other_degree in around:
-            degrees.setdefault(relation_pair(key, other), len(around) + other_degree)
+            # The sorted pair, as relation_pair makes it: adjacency holds only valid, distinct
+            # keys, and a hub has hundreds of neighbours (the checks were 6% of a mix call).
+            pair = (key, other) if key < other else (other, key)
+            degrees.setdefault(pair, own + other_degree)
     pairs = sorted(degrees, key=degrees.__getitem__, reverse=True)  # stable: ties keep order
     return OneHop(tuple(pairs), degrees)
 

@@ -169,7 +169,7 @@ def _load_list(text: str) -> tuple[str, ...]:
     values = json.loads(text)
     if not isinstance(values, list):
         raise ValueError(f"expected a JSON array, found {text[:80]!r}")
-    return tuple(str(v) for v in values)
+    return tuple(values)  # `_dump_list` wrote strings: JSON reads them back as str
 
 
 DEAD_LETTERS_KEPT = 10_000
