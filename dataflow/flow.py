@@ -115,13 +115,22 @@ def build_flow(
         "key_relation", delta_split.falses, _route_key
     )
     delay = timedelta(seconds=components.coalesce_seconds)
+    renderer = components.renderer
     entities: Stream[EntityFragmentsChanged] = op.key_rm(
         "unkey_entity",
-        op.stateful_batch("entity", by_entity, lambda resume: _EntityLogic(resume, delay)),
+        op.stateful_batch(
+            "entity",
+            by_entity,
+            lambda resume: _EntityLogic(resume, delay, renderer.entity_summary_due),
+        ),
     )
     relations: Stream[RelationFragmentsChanged] = op.key_rm(
         "unkey_relation",
-        op.stateful_batch("relation", by_relation, lambda resume: _RelationLogic(resume, delay)),
+        op.stateful_batch(
+            "relation",
+            by_relation,
+            lambda resume: _RelationLogic(resume, delay, renderer.relation_summary_due),
+        ),
     )
     changed: Stream[FragmentsChanged] = op.merge("states", entities, relations)
     rendered: Stream[Rendered] = op.flat_map_batch("render", changed, _render_step(components))
@@ -238,19 +247,31 @@ class _FragmentsLogicState(Generic[K, F]):
     due: datetime | None = None  # when the coalesced render is released
 
 
+def _never(fragments: object) -> bool:
+    return False
+
+
 class _FragmentsLogic(
     StatefulBatchLogic[TaggedDelta, Out, _FragmentsLogicState[K, F]], Generic[K, F, Out]
 ):
     """Folds a key's deltas and emits its fragments (with acknowledgements) for rendering.
 
-    Without delay, once per batch. With a delay (an LLM summarises descriptions),
-    changes are held for `delay` after the first one, so a burst of edits to one
-    entity costs one render and one summary call, not one per edit.
+    Without delay, once per batch. With a delay (an LLM summarises descriptions), a key
+    whose render is due a summary call (`summary_due`) is held for `delay` after its first
+    change, so a burst of edits to one entity costs one render and one summary call, not
+    one per edit; a key whose render calls no LLM is released at once, so an edit that
+    needs no summary waits for nothing.
     """
 
-    def __init__(self, resume: _FragmentsLogicState[K, F] | None, delay: timedelta) -> None:
+    def __init__(
+        self,
+        resume: _FragmentsLogicState[K, F] | None,
+        delay: timedelta,
+        summary_due: Callable[[dict[str, F] | None], bool] | None = None,
+    ) -> None:
         self.state: _FragmentsLogicState[K, F] = resume or _FragmentsLogicState()
         self.delay = delay
+        self.summary_due: Callable[[dict[str, F] | None], bool] = summary_due or _never
 
     def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
         updates = [self.update(tagged.delta) for tagged in values]
@@ -258,7 +279,7 @@ class _FragmentsLogic(
         self.state.key = updates[0][0]
         folded = ((contribution_id, fragment) for _, contribution_id, fragment in updates)
         self.state.fragments = update_fragments(self.state.fragments, folded)
-        if not self.delay:
+        if not self.delay or not self.summary_due(self.state.fragments):
             return self._release()
         if self.state.due is None:
             self.state.due = datetime.now(UTC) + self.delay

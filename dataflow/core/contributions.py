@@ -286,13 +286,12 @@ class Renderer:
             return None
         fragments = list(state.values())
         typed = [f for f in fragments if f.type is not None]
-        described = typed if any(f.description for f in typed) else fragments
         name = _vote(f.name for f in fragments) or key
         return EntityRecord(
             key=key,
             name=name,
             type=_vote(f.type for f in typed if f.type is not None) or UNKNOWN_TYPE,
-            description=self._describe("entity", name, _ordered_descriptions(described)),
+            description=self._describe("entity", name, _entity_descriptions(fragments)),
             source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
             file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
             doc_ids=tuple(sorted({f.doc_id for f in fragments})),
@@ -322,13 +321,27 @@ class Renderer:
             doc_ids=tuple(sorted({f.doc_id for f in fragments})),
         )
 
+    def entity_summary_due(self, state: EntityState | None) -> bool:
+        """Whether rendering `state` asks `summarize` (an LLM) for a summary."""
+        if self.summarize is None or not state:
+            return False
+        return self._summary_due(_entity_descriptions(list(state.values())))
+
+    def relation_summary_due(self, state: RelationState | None) -> bool:
+        """Whether rendering `state` asks `summarize` (an LLM) for a summary."""
+        if self.summarize is None or not state:
+            return False
+        return self._summary_due(_ordered_descriptions(list(state.values())))
+
+    def _summary_due(self, descriptions: list[str]) -> bool:
+        return (
+            len(descriptions) > self.options.summarize_over_fragments
+            or self.count_tokens("\n".join(descriptions)) > self.options.summarize_over_tokens
+        )
+
     def _describe(self, kind: str, name: str, descriptions: list[str]) -> str:
-        joined = "\n".join(descriptions)
-        if (
-            len(descriptions) <= self.options.summarize_over_fragments
-            and self.count_tokens(joined) <= self.options.summarize_over_tokens
-        ):
-            return joined
+        if not self._summary_due(descriptions):
+            return "\n".join(descriptions)
         request = SummaryRequest(
             kind=kind,
             name=name,
@@ -339,6 +352,13 @@ class Renderer:
         if self.summarize is not None:
             return self.summarize(request)
         return extractive_summary(request, self.count_tokens)
+
+
+def _entity_descriptions(fragments: list[EntityFragment]) -> list[str]:
+    """The descriptions an entity's record is described from: its typed fragments' when any
+    of them has one, else all fragments', ordered by support."""
+    typed = [f for f in fragments if f.type is not None]
+    return _ordered_descriptions(typed if any(f.description for f in typed) else fragments)
 
 
 def extractive_summary(request: SummaryRequest, count_tokens: Callable[[str], int]) -> str:

@@ -1,9 +1,11 @@
 """LLM call accounting through the real dataflow, counted on the OpenAI-compatible test server."""
 
+import time
 from collections import Counter
+from datetime import timedelta
 
 import pytest
-from bytewax.testing import TestingSource
+from bytewax.testing import TestingSource, run_main
 
 from connectors.llm.client import ChatClient, LLMOptions
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
@@ -90,3 +92,23 @@ def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_se
     calls = summary_calls(llm_server)
     assert "Entity: Kessler Institute" in calls
     assert set(calls.values()) == {1}, calls
+
+
+def test_an_edit_that_needs_no_summary_waits_for_no_coalescing_window(llm_components):
+    # The window holds only renders that would call the LLM for a summary: a short document's
+    # entities (one description each) commit at once, long before the window ends.
+    components, client = llm_components
+    components.renderer = Renderer(TOKENIZER.count, RenderOptions(), llm_summarizer(client, "en"))
+    components.coalesce_seconds = 30.0
+    committed: list[float] = []
+    components.on_commit = lambda batch: committed.extend(time.monotonic() for _ in batch.completed)
+    change = DocumentUpsert("note.md", "Kessler Institute hired Ada Byrne in Lisbon.", "note.md")
+    started = time.monotonic()
+    pause = 8.0  # the source stays open this long: a held render would commit only at its end
+    run_flow(
+        components,
+        TestingSource([*events([change]), TestingSource.PAUSE(timedelta(seconds=pause))]),
+        run_main,
+    )
+    assert committed and committed[0] - started < pause - 2, committed
+    assert "kessler institute" in stored(components).graph.entities
