@@ -9,6 +9,7 @@ import grpc
 
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import (
+    MAX_DOC_ID_BYTES,
     DocumentChange,
     DocumentDelete,
     DocumentLimits,
@@ -93,3 +94,6 @@ def _check_doc_id(context: grpc.ServicerContext, doc_id: str) -> None:
         invalid(context, "doc_id", "must be non-empty")
     if "\x00" in doc_id:
         invalid(context, "doc_id", "must not contain a NUL character")
+    size = len(doc_id.encode("utf-8", "surrogatepass"))
+    if size > MAX_DOC_ID_BYTES:
+        invalid(context, "doc_id", f"is {size} bytes, over the limit of {MAX_DOC_ID_BYTES} bytes")

@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
-from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentUpsert
+from dataflow.core.documents import (
+    MAX_DOC_ID_BYTES,
+    DocumentChange,
+    DocumentDelete,
+    DocumentUpsert,
+    doc_id_problem,
+)
 from protos.kgstream.v1.events_pb2 import DocumentEvent
 
 
@@ -67,7 +73,7 @@ def decode_message(key: bytes | None, value: bytes | None) -> DecodedEvent | Mal
     if value is None:
         if not key_id:
             return MalformedEvent("tombstone without a key: cannot tell which document to delete")
-        return DecodedEvent(DocumentDelete(key_id))
+        return _too_long(key_id) or DecodedEvent(DocumentDelete(key_id))
     if not value:
         return MalformedEvent(
             "value is empty (0 bytes), which is neither JSON nor a DocumentEvent; to delete the "
@@ -155,8 +161,17 @@ def _build(
     doc_id = doc_id or key_id
     if not doc_id:
         return MalformedEvent("no doc id: set the message key or the doc_id field")
+    too_long = _too_long(doc_id)
+    if too_long is not None:
+        return too_long
     if op == "DELETE":
         return DecodedEvent(DocumentDelete(doc_id), event_time_ms)
     if op == "UPSERT":
         return DecodedEvent(DocumentUpsert(doc_id, content, file_path or doc_id), event_time_ms)
     return MalformedEvent(f"op must be UPSERT or DELETE; got {op or 'nothing'!r}")
+
+
+def _too_long(doc_id: str) -> MalformedEvent | None:
+    if len(doc_id.encode("utf-8", "surrogatepass")) <= MAX_DOC_ID_BYTES:
+        return None
+    return MalformedEvent(f"{doc_id_problem(doc_id)} (the message key or doc_id field)")

@@ -58,6 +58,25 @@ class PreparedDocument:
     length: int
 
 
+MAX_DOC_ID_BYTES = 1024
+"""The longest doc id (UTF-8 bytes) kgstream accepts: an id is a Redis key, a Bytewax state key
+and a payload value in every record the document contributes to, and a file path is at most
+4,096 bytes anyway. Kafka messages and Ingest calls with a longer one are refused; a longer file
+path is a FAILED document."""
+
+
+def doc_id_problem(doc_id: str) -> str | None:
+    """Why `doc_id` is not a usable document id, or None when it is."""
+    if not doc_id.strip():
+        return "doc_id is empty; give every document an id"
+    if "\x00" in doc_id:
+        return "doc_id contains a NUL character; remove it"
+    size = len(doc_id.encode("utf-8", "surrogatepass"))
+    if size > MAX_DOC_ID_BYTES:
+        return f"doc_id is {size} bytes, over the limit of {MAX_DOC_ID_BYTES} bytes"
+    return None
+
+
 FAILURE_KINDS = ("bad_doc_id", "too_large", "binary", "not_utf8", "empty", "extraction", "other")
 """What `failure_kind` names a failure reason (the `failures_total` metric's label values)."""
 
@@ -138,10 +157,9 @@ def prepare_document(
 ) -> PreparedDocument | DocumentFailure:
     """Validate and clean one document version."""
     doc_id, file_path = change.doc_id, change.file_path
-    if not doc_id.strip():
-        return DocumentFailure(doc_id, file_path, "doc_id is empty; give every document an id")
-    if "\x00" in doc_id:
-        return DocumentFailure(doc_id, file_path, "doc_id contains a NUL character; remove it")
+    problem = doc_id_problem(doc_id)
+    if problem is not None:
+        return DocumentFailure(doc_id, file_path, problem)
     raw = change.content
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
     if size > limits.max_bytes:

@@ -1,6 +1,7 @@
 import pytest
 
 from dataflow.core.documents import (
+    MAX_DOC_ID_BYTES,
     DocumentFailure,
     DocumentLimits,
     DocumentUpsert,
@@ -79,7 +80,15 @@ def test_doc_id_for_path_is_normalised_posix_relative_path():
             doc_id_for_path(bad)
 
 
-@pytest.mark.parametrize("doc_id", ["", "  ", "a\x00b"])
+@pytest.mark.parametrize("doc_id", ["", "  ", "a\x00b", "p/" * 600])
 def test_unusable_doc_id_fails_alone(doc_id):
     result = prepare_document(DocumentUpsert(doc_id, "fine text", "a.md"))
     assert isinstance(result, DocumentFailure) and "doc_id" in result.reason
+
+
+def test_a_doc_id_at_the_byte_limit_is_a_document():
+    at_limit = "ü" * (MAX_DOC_ID_BYTES // 2)  # two bytes each
+    assert isinstance(prepare_document(DocumentUpsert(at_limit, "text", "a.md")), PreparedDocument)
+    failed = prepare_document(DocumentUpsert(at_limit + "x", "text", "a.md"))
+    assert isinstance(failed, DocumentFailure)
+    assert failed.reason == "doc_id is 1025 bytes, over the limit of 1024 bytes"

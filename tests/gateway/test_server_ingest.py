@@ -14,7 +14,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from connectors.kafka.codec import DecodedEvent, decode_message
 from connectors.kafka.producer import DocumentEventProducer
-from dataflow.core.documents import DocumentDelete, DocumentUpsert, content_hash
+from dataflow.core.documents import MAX_DOC_ID_BYTES, DocumentDelete, DocumentUpsert, content_hash
 from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
 from tests.gateway.corpus import Corpus, build_corpus
@@ -166,3 +166,28 @@ def test_ingest_rejects_a_missing_doc_id_naming_the_field(
             lambda: ingest.UpsertDocument(ingest_pb2.UpsertDocumentRequest(content=b"x"))
         )
     assert code == grpc.StatusCode.INVALID_ARGUMENT and details.startswith("doc_id: ")
+
+
+def test_ingest_refuses_a_doc_id_over_the_limit_and_takes_one_at_it(
+    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    at_limit = "d" * (MAX_DOC_ID_BYTES - 2) + "é"  # 1,024 bytes: é is two
+    with (
+        DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
+        running_gateway(new_engine(corpus, None), corpus.stores.graph, producer=producer) as (
+            _,
+            channel,
+        ),
+    ):
+        ingest = ingest_pb2_grpc.IngestStub(channel)
+        code, details = status_of(
+            lambda: ingest.DeleteDocument(
+                ingest_pb2.DeleteDocumentRequest(doc_id=at_limit + "x"), timeout=10
+            )
+        )
+        accepted = ingest.DeleteDocument(
+            ingest_pb2.DeleteDocumentRequest(doc_id=at_limit), timeout=30
+        )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details == "doc_id: is 1025 bytes, over the limit of 1024 bytes"
+    assert accepted.doc_id == at_limit

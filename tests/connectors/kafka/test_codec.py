@@ -4,7 +4,7 @@ import pytest
 from google.protobuf import json_format
 
 from connectors.kafka.codec import DecodedEvent, MalformedEvent, decode_message, encode_change
-from dataflow.core.documents import DocumentDelete, DocumentUpsert
+from dataflow.core.documents import MAX_DOC_ID_BYTES, DocumentDelete, DocumentUpsert
 from protos.kgstream.v1.events_pb2 import DocumentEvent
 
 
@@ -118,3 +118,15 @@ def test_an_empty_value_is_not_a_tombstone_and_the_reason_says_so():
 @pytest.mark.parametrize("value", [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 50_000 + b"1}"])
 def test_json_nested_too_deeply_is_a_reason_not_a_recursion_error(value):
     assert "nested too deeply" in malformed(b"a", value)
+
+
+def test_a_doc_id_over_the_limit_is_a_dead_letter_and_one_at_it_is_indexed():
+    at_limit = "d" * MAX_DOC_ID_BYTES
+    assert decoded(at_limit.encode(), None).change == DocumentDelete(at_limit)
+    reason = malformed((at_limit + "d").encode(), None)
+    assert (
+        reason
+        == "doc_id is 1025 bytes, over the limit of 1024 bytes (the message key or doc_id field)"
+    )
+    plain = json.dumps({"doc_id": "k" * 200_000, "op": "DELETE"}).encode()
+    assert "doc_id is 200000 bytes" in malformed(None, plain)
