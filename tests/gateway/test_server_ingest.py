@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -151,9 +152,9 @@ def test_ingest_without_an_event_log_is_failed_precondition(corpus: Corpus) -> N
             assert "no event log is configured" in details
 
 
-def test_ingest_rejects_a_missing_doc_id_naming_the_field(
-    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
-) -> None:
+@contextlib.contextmanager
+def ingest_stub(corpus: Corpus, kafka_broker: KafkaBroker, topic: str) -> Iterator[Any]:
+    """An Ingest stub on a gateway publishing to `topic`."""
     with (
         DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
         running_gateway(new_engine(corpus, None), corpus.stores.graph, producer=producer) as (
@@ -161,7 +162,13 @@ def test_ingest_rejects_a_missing_doc_id_naming_the_field(
             channel,
         ),
     ):
-        ingest = ingest_pb2_grpc.IngestStub(channel)
+        yield ingest_pb2_grpc.IngestStub(channel)
+
+
+def test_ingest_rejects_a_missing_doc_id_naming_the_field(
+    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    with ingest_stub(corpus, kafka_broker, topic) as ingest:
         code, details = status_of(
             lambda: ingest.UpsertDocument(ingest_pb2.UpsertDocumentRequest(content=b"x"))
         )
@@ -172,14 +179,7 @@ def test_ingest_refuses_a_doc_id_over_the_limit_and_takes_one_at_it(
     corpus: Corpus, kafka_broker: KafkaBroker, topic: str
 ) -> None:
     at_limit = "d" * (MAX_DOC_ID_BYTES - 2) + "é"  # 1,024 bytes: é is two
-    with (
-        DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
-        running_gateway(new_engine(corpus, None), corpus.stores.graph, producer=producer) as (
-            _,
-            channel,
-        ),
-    ):
-        ingest = ingest_pb2_grpc.IngestStub(channel)
+    with ingest_stub(corpus, kafka_broker, topic) as ingest:
         code, details = status_of(
             lambda: ingest.DeleteDocument(
                 ingest_pb2.DeleteDocumentRequest(doc_id=at_limit + "x"), timeout=10
