@@ -73,13 +73,18 @@ def _model_embedder(settings: Settings) -> Embedder:
     return LocalMiniLMEmbedder(LocalEmbeddingOptions(threads=threads, long_text=long_text))
 
 
-def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:
-    locations = StoreLocations(
+def store_locations(settings: Settings) -> StoreLocations:
+    """Where the settings put the stores (the Redis password joined to its URL)."""
+    return StoreLocations(
         data_dir=settings.data_dir,
         workspace=settings.workspace,
         redis_url=settings.redis_connection_url(),
         qdrant_url=settings.qdrant_url,
     )
+
+
+def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:
+    locations = store_locations(settings)
     return open_stores(locations, embedding_space_name(embedder), embedder.dimension)
 
 
@@ -117,7 +122,7 @@ def build_components(
         render_concurrency = settings.llm_max_concurrency
         coalesce_seconds = settings.summary_coalesce_seconds
     stores = open_settings_stores(settings, embedder)
-    observer = IndexerMetrics(metrics, stores.graph) if metrics is not None else None
+    observer = IndexerMetrics(metrics) if metrics is not None else None
     return Components(
         tokenizer=tokenizer,
         chunking=settings.chunking_options(),

@@ -19,11 +19,11 @@ _LOGGER = logging.getLogger(__name__)
 
 
 class IndexerMetrics:
-    """An `IndexObserver` that updates the metrics; status gauges are read after commits."""
+    """An `IndexObserver` that counts events, chunks, embeddings, failures and freshness
+    (the index-state gauges are read from Redis at scrape time: `Metrics.watch_index`)."""
 
-    def __init__(self, metrics: Metrics, graph: GraphStore) -> None:
+    def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
-        self.graph = graph
 
     def event_received(self, event: SourceEvent) -> None:
         self.metrics.events_in.labels(source=event.origin.split(":", 1)[0]).inc()

@@ -80,10 +80,8 @@ def require_index(settings: Settings) -> None:
 
 
 def open_index_graph(settings: Settings) -> Any:
-    from connectors.stores import StoreLocations, open_graph_store
+    from connectors.stores import open_graph_store
+    from kgstream.assembly import store_locations
 
     require_index(settings)
-    locations = StoreLocations(
-        settings.data_dir, settings.workspace, settings.redis_connection_url()
-    )
-    return open_graph_store(locations)
+    return open_graph_store(store_locations(settings))

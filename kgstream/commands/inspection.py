@@ -133,18 +133,13 @@ def command_export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int:
-    from connectors.stores import StoreLocations, open_graph_store, open_vector_store
-    from kgstream.assembly import build_embedder
+    from connectors.stores import open_graph_store, open_vector_store
+    from kgstream.assembly import build_embedder, store_locations
     from kgstream.maintenance import rebuild_vectors
 
     require_index(settings)
     with data_dir_lock(settings.data_dir):
-        locations = StoreLocations(
-            settings.data_dir,
-            settings.workspace,
-            settings.redis_connection_url(),
-            settings.qdrant_url,
-        )
+        locations = store_locations(settings)
         graph, embedded = open_graph_store(locations)
         vectors = open_vector_store(locations)
         try:
