@@ -20,7 +20,6 @@ from gateway.keywords import (
 from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.types import NO_LLM_ANSWER, Keywords, Mode, QueryParams, Turn, Usage
 from tests.dataflow.harness import TOKENIZER
-from tests.gateway.corpus import build_corpus
 
 LEADER = "Who leads the Atlas Project?"
 LEADER_CHUNK = "Carla Diaz leads the Atlas Project at Northwind Labs."
@@ -32,13 +31,6 @@ PARAMS = QueryParams(
     user_prompt="Answer in one sentence.",
     history=(Turn("user", "Hello"), Turn("assistant", "Hi, ask me about the corpus.")),
 )
-
-
-@pytest.fixture(scope="module")
-def corpus(redis_server, tmp_path_factory):
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-answers"))
-    yield built
-    built.close()
 
 
 def chat_client(server, cache=None):

@@ -36,13 +36,6 @@ LEADER_CHUNK = "Carla Diaz leads the Atlas Project at Northwind Labs."
 PARTNER_CHUNK = "Northwind Labs partnered with Helios Corp on renewable energy storage."
 
 
-@pytest.fixture(scope="module")
-def corpus(redis_server, tmp_path_factory):
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-corpus"))
-    yield built
-    built.close()
-
-
 @pytest.fixture
 def engine(corpus):
     return QueryEngine(corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())

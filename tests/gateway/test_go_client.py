@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
-from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.corpus import Corpus
 from tests.gateway.cross_language import (
     REQUEST,
     as_json,
@@ -24,7 +23,6 @@ from tests.gateway.cross_language import (
 )
 from tests.gateway.test_server import ANSWER, new_engine, running_gateway
 from tests.support.llm_server import OpenAICompatibleServer
-from tests.support.redis import RedisTestServer
 
 GO_DIR = Path(__file__).resolve().parent / "go"
 
@@ -44,15 +42,6 @@ def go_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, f"tests/gateway/go/build failed:\n{done.stdout}\n{done.stderr}"
     return binary
-
-
-@pytest.fixture(scope="module")
-def corpus(
-    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Corpus]:
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-go-corpus"))
-    yield built
-    built.close()
 
 
 def test_go_client_gets_the_engines_results_streams_to_eof_walks_a_subgraph_and_reflects(

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.corpus import Corpus
 from tests.gateway.cross_language import (
     REQUEST,
     assert_query_and_stream_match,
@@ -20,7 +19,6 @@ from tests.gateway.cross_language import (
 )
 from tests.gateway.test_server import ANSWER, new_engine, running_gateway
 from tests.support.llm_server import OpenAICompatibleServer
-from tests.support.redis import RedisTestServer
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
@@ -39,15 +37,6 @@ def node_client() -> Path:
             timeout=300,
         )
     return NODE_DIR / "client.js"
-
-
-@pytest.fixture(scope="module")
-def corpus(
-    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Corpus]:
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-node-corpus"))
-    yield built
-    built.close()
 
 
 def test_node_client_gets_the_python_engines_results_and_streams_references_first(

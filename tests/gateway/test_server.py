@@ -70,15 +70,6 @@ def running_gateway(
         server.stop(grace=None)
 
 
-@pytest.fixture(scope="module")
-def corpus(
-    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Corpus]:
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-corpus"))
-    yield built
-    built.close()
-
-
 @pytest.fixture
 def engine(corpus: Corpus, llm_server: OpenAICompatibleServer) -> QueryEngine:
     llm_server.default_reply = ANSWER

@@ -16,10 +16,9 @@ from gateway import convert
 from gateway.types import MAX_QUESTION_CHARS, Mode
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
-from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import new_engine, running_gateway, status_of
 from tests.support.llm_server import OpenAICompatibleServer
-from tests.support.redis import RedisTestServer
 
 UNUSUAL_QUESTIONS = {
     "stopwords only": "what is the",
@@ -36,15 +35,6 @@ SCOPES = {
     "file_path_prefix": pb.DocumentFilter(file_path_prefix="companies/"),
 }
 MODES = [convert.mode_to_proto(mode) for mode in Mode]
-
-
-@pytest.fixture(scope="module")
-def corpus(
-    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Corpus]:
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-bad-input"))
-    yield built
-    built.close()
 
 
 @pytest.fixture(scope="module")

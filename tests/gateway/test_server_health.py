@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -18,7 +17,7 @@ from connectors.vectors.qdrant import QdrantClientVectorStore
 from gateway.engine import QueryEngine
 from gateway.health import HealthCheck
 from gateway.server import RunningServer, ServerOptions, serve
-from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import new_engine
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.redis import RedisTestServer
@@ -26,15 +25,6 @@ from tests.support.redis import RedisTestServer
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 SERVICES = ("", "kgstream.v1.KnowledgeGraph", "kgstream.v1.Ingest")
-
-
-@pytest.fixture(scope="module")
-def corpus(
-    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Corpus]:
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-health-corpus"))
-    yield built
-    built.close()
 
 
 @pytest.fixture

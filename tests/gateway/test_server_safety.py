@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -24,22 +23,12 @@ from gateway.server import ServerOptions
 from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
-from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of
 from tests.support.llm_server import OpenAICompatibleServer
-from tests.support.redis import RedisTestServer
 
 TOKEN = "s3cret-token"
 LONG_ANSWER = " ".join(f"word{i}" for i in range(300))
-
-
-@pytest.fixture(scope="module")
-def corpus(
-    redis_server: RedisTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Corpus]:
-    built = build_corpus(redis_server.url, tmp_path_factory.mktemp("gateway-safety-corpus"))
-    yield built
-    built.close()
 
 
 @pytest.fixture
