@@ -199,7 +199,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     trailing newline dropped); setting both forms of one variable is an error."""
     types_by_name = _field_types()
     values: dict[str, Any] = {}
-    variables = {alias: name for alias, name in ENV_ALIASES.items()}
+    variables = dict(ENV_ALIASES)
     for key in env:
         stem = key.removesuffix(FILE_SUFFIX)
         name = stem[len(ENV_PREFIX) :].lower()
