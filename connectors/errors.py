@@ -1,17 +1,44 @@
-"""The one error for a store outage, low enough that any layer can raise or catch it.
+"""Store outages, said once: which store errors mean "cannot reach the store right now",
+the one error type they become (`StoreUnavailable`), and the indexer's wait for the store
+to come back (`OutageWait`).
 
-Redis and Qdrant fail with their own exception types; `store_outages` turns the ones that
-mean "cannot reach the store right now" into `StoreUnavailable`, and the gateway maps that
-single type to gRPC UNAVAILABLE (gateway/status.py).
+Redis and Qdrant fail with their own exception types; `store_outages` turns the outages
+among them into `StoreUnavailable`, which the gateway maps to gRPC UNAVAILABLE
+(gateway/status.py). Anything else (a malformed request, a bug) passes through unchanged:
+waiting would not fix it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import redis
-from qdrant_client.http.exceptions import ApiException
+from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
+
+from connectors.retry import Backoff
+
+T = TypeVar("T")
+
+logger = logging.getLogger("kgstream.stores")
+
+# Redis answers these while it cannot serve writes yet: loading its data after a restart
+# (BusyLoadingError is a ConnectionError), a replica not yet promoted, a cluster slot moving.
+_REDIS_OUTAGES = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.TryAgainError,
+)
+
+
+# From 0.1 s, doubling, to one try every 5 s: a restart is noticed within seconds.
+OUTAGE_BACKOFF = Backoff(0.1, 5.0)
 
 
 class StoreUnavailable(RuntimeError):
@@ -19,22 +46,108 @@ class StoreUnavailable(RuntimeError):
     later may work (-> gRPC UNAVAILABLE)."""
 
 
+def is_qdrant_outage(error: ApiException) -> bool:
+    """No answer at all (refused, reset, timed out), or 429 / 5xx: the server's state, not
+    the request's fault."""
+    if isinstance(error, UnexpectedResponse):
+        status = error.status_code or 0
+        return status == 429 or status >= 500
+    return True
+
+
 @contextlib.contextmanager
 def store_outages(workspace: str | None = None) -> Iterator[None]:
-    """Re-raise the stores' connection and request failures as `StoreUnavailable`.
+    """Re-raise the stores' outages as `StoreUnavailable`.
 
     `workspace` (the graph store's) only makes the message more precise.
     """
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
+    except _REDIS_OUTAGES as exc:
         where = f", workspace {workspace!r}" if workspace is not None else ""
         raise StoreUnavailable(
-            f"graph store (Redis{where}) is unreachable: {exc}; check that Redis runs at "
-            "the configured URL"
+            f"graph store (Redis{where}) is unreachable: {_sentence(exc)}; "
+            "check that Redis runs at the configured URL"
         ) from exc
     except ApiException as exc:
+        if not is_qdrant_outage(exc):
+            raise
         raise StoreUnavailable(
-            f"vector store (Qdrant) request failed: {exc}; check that Qdrant runs at "
+            f"vector store (Qdrant) request failed: {_sentence(exc)}; check that Qdrant runs at "
             "the configured URL"
         ) from exc
+
+
+def _sentence(error: Exception) -> str:
+    return str(error).rstrip(". ")
+
+
+class StoppedDuringOutage(RuntimeError):
+    """A stop was asked for while a store write waited for its store; the write did not
+    happen (the run resumes from its last snapshot)."""
+
+
+@dataclass
+class OutageWait:
+    """Run a store call until it succeeds, waiting out store outages.
+
+    The indexer's writes go through here: while a store cannot be reached the call is
+    retried after ``backoff.delay(failures)`` seconds, without end (nothing is lost, the
+    stream only waits), until `stop` is set; then `when_stopped(reason)` ends the wait (by
+    default with `StoppedDuringOutage`). The call must be idempotent (a store write is:
+    see `Stores.write`). One warning is logged when an outage starts and one when it
+    ends; `on_outage(reason)` and `on_outage(None)` report the same to the metrics.
+    """
+
+    backoff: Backoff = OUTAGE_BACKOFF
+    stop: threading.Event = field(default_factory=threading.Event)
+    on_outage: Callable[[str | None], None] | None = None
+    revive: Callable[[], None] | None = None  # tried before each retry (embedded stores)
+    when_stopped: Callable[[str], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    outage: str | None = field(default=None, init=False)  # the reason, while waiting
+
+    def call(self, do: Callable[[], T]) -> T:
+        failures, since = 0, None
+        while True:
+            try:
+                with store_outages():
+                    result = do()
+            except StoreUnavailable as error:
+                self.outage = str(error)
+                if since is None:
+                    since = self.clock()
+                    logger.warning(
+                        "%s; the indexer waits for it (retrying every %g s at most; "
+                        "nothing is lost)",
+                        error,
+                        self.backoff.cap,
+                    )
+                    self._report(str(error))
+                if self.stop.wait(self.backoff.delay(failures)):
+                    if self.when_stopped is not None:
+                        self.when_stopped(str(error))
+                    raise StoppedDuringOutage(str(error)) from error
+                failures += 1
+                self._revive()
+                continue
+            self.outage = None
+            if since is not None:
+                logger.warning(
+                    "the stores are reachable again after %.1f s; the indexer resumes",
+                    self.clock() - since,
+                )
+                self._report(None)
+            return result
+
+    def _revive(self) -> None:
+        if self.revive is None:
+            return
+        try:
+            self.revive()
+        except Exception as error:  # e.g. redis-server cannot start: wait, try again later
+            logger.warning("could not restart the embedded store: %s", error)
+
+    def _report(self, reason: str | None) -> None:
+        if self.on_outage is not None:
+            self.on_outage(reason)

@@ -54,6 +54,13 @@ class Stores:
             self.vectors.upsert(write.vector_upserts)
         return self.graph.apply(write.graph)
 
+    def revive(self) -> None:
+        """Restart the embedded redis-server if it has died (killed, out of memory): it
+        reloads its append-only file, so nothing committed is lost. Servers of our own
+        (`redis_url`, `qdrant_url`) are waited for instead (`OutageWait`)."""
+        if self._embedded_redis is not None and not self._embedded_redis.is_running():
+            self._embedded_redis.start()
+
     def close(self) -> None:
         self.vectors.close()
         if self._embedded_redis is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from connectors.embeddings.base import Embedder
+from connectors.errors import OutageWait
 from connectors.stores import Stores
 from dataflow.core.chunking import ChunkingOptions, Tokenizer
 from dataflow.core.commit import CommitBatch
@@ -39,6 +40,8 @@ class IndexObserver(Protocol):
 
     def committed(self, batch: CommitBatch) -> None: ...
 
+    def store_outage(self, reason: str | None) -> None: ...
+
 
 @dataclass
 class Components:
@@ -53,6 +56,7 @@ class Components:
     coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
     on_commit: Callable[[CommitBatch], None] | None = None
     observer: IndexObserver | None = None
+    outages: OutageWait = field(default_factory=OutageWait)  # store writes wait outages out
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
@@ -79,7 +83,7 @@ class Components:
 
     def write(self, batch: CommitBatch) -> None:
         if not batch.is_empty():
-            self.stores.write(batch)
+            self.outages.call(lambda: self.stores.write(batch))
         for completed in batch.completed:
             record = completed.record
             if record is not None and record.status is DocumentStatus.FAILED:

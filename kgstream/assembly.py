@@ -12,6 +12,7 @@ from connectors.embeddings.local import (
     automatic_threads,
 )
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
+from connectors.errors import OutageWait
 from connectors.llm.client import ChatClient, LLMOptions, SqliteResponseCache
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
@@ -134,6 +135,10 @@ def build_components(
         render_concurrency=render_concurrency,
         coalesce_seconds=coalesce_seconds,
         observer=observer,
+        outages=OutageWait(
+            on_outage=observer.store_outage if observer is not None else None,
+            revive=stores.revive,
+        ),
     )
 
 

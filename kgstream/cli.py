@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.vectors.base import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import UserError
@@ -141,12 +142,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings.log_format, settings.log_level, library_level=settings.library_log_level
         )
         handler = COMMANDS[args.command]
-        return handler(settings, args)
+        with store_outages():
+            return handler(settings, args)
     except (SettingsError, UserError) as error:
         print(f"kgstream: {error}", file=sys.stderr)
         hint = getattr(error, "hint", "") or "run `kgstream config` to see the effective settings"
         print(f"hint: {hint}", file=sys.stderr)
         return 2
+    except StoreUnavailable as error:
+        print(f"kgstream: {error}", file=sys.stderr)
+        print(
+            "hint: start the store, or point redis_url / qdrant_url at a running one "
+            "(`kgstream config` shows them)",
+            file=sys.stderr,
+        )
+        return 1
     except VectorSpaceMismatchError as error:
         print(f"kgstream: {error}", file=sys.stderr)
         print("hint: kgstream rebuild-vectors --data DIR (re-embeds from Redis)", file=sys.stderr)

@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,10 @@ def run_indexer(
     """
     if on_commit is not None:
         components.on_commit = on_commit
-    stop = _Stop()
+    stop = _Stop(lambda: components.outages.outage)
+    components.outages = replace(
+        components.outages, stop=stop.requested, when_stopped=stop.during_outage
+    )
     if isinstance(source, FixedPartitionedSource):
         source = StoppableSource(source, stop.requested)
     flow = build_flow(source, components)
@@ -97,13 +100,19 @@ def run_indexer(
 
 class _Stop:
     """The SIGINT/SIGTERM handler of a run: the first signal sets `requested`, a second
-    stops at once."""
+    stops at once, and so does the first while `outage()` names a store the indexer is
+    waiting for (what is in flight cannot be committed then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, outage: Callable[[], str | None] = lambda: None) -> None:
         self.requested = threading.Event()
+        self._outage = outage
 
     def __call__(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
+        reason = self._outage()
+        if reason is not None:
+            self.requested.set()
+            self.during_outage(reason)
         if not self.requested.is_set():
             self.requested.set()
             print(
@@ -113,16 +122,24 @@ class _Stop:
                 flush=True,
             )
             return
-        print(
-            f"kgstream: {name} again: stopping now; the next run resumes from the last snapshot",
-            file=sys.stderr,
-            flush=True,
+        _stop_now(f"{name} again: stopping now; the next run resumes from the last snapshot")
+
+    def during_outage(self, reason: str) -> None:
+        """`OutageWait.when_stopped`: the documents in flight cannot be committed while a
+        store is unreachable, so a stop asked for meanwhile stops at once."""
+        _stop_now(
+            f"stopping now, while a store is unreachable ({reason}); "
+            "the next run resumes from the last snapshot"
         )
-        # Bytewax reports an interrupt as a Rust panic with a backtrace (RUST_BACKTRACE is
-        # often set): the line above is all there is to say.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stderr.fileno())
-        raise KeyboardInterrupt(name)
+
+
+def _stop_now(message: str) -> None:
+    print(f"kgstream: {message}", file=sys.stderr, flush=True)
+    # Bytewax reports an interrupt as a Rust panic with a backtrace (RUST_BACKTRACE is
+    # often set): the line above is all there is to say.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stderr.fileno())
+    raise KeyboardInterrupt(message)
 
 
 _STOP_POLL = timedelta(seconds=0.2)

@@ -24,6 +24,7 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -113,6 +114,18 @@ class Metrics:
         self.dead_letters = Counter(
             "dead_letters",
             "Events that could not be decoded and were set aside.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.store_outages = Counter(
+            "store_outages",
+            "Times the indexer found Redis or the vector store unreachable and waited.",
+            namespace=ns,
+            registry=registry,
+        )
+        self.store_waiting = Gauge(
+            "store_waiting",
+            "1 while the indexer waits for an unreachable store (its writes are held), else 0.",
             namespace=ns,
             registry=registry,
         )

@@ -43,6 +43,14 @@ class IndexerMetrics:
             if record is not None and record.status is DocumentStatus.FAILED:
                 self.metrics.failures.labels(reason_kind=failure_kind(record.reason)).inc()
 
+    def store_outage(self, reason: str | None) -> None:
+        """`OutageWait.on_outage`: a store outage began (its reason) or ended (None)."""
+        if reason is None:
+            self.metrics.store_waiting.set(0)
+        else:
+            self.metrics.store_waiting.set(1)
+            self.metrics.store_outages.inc()
+
 
 def observe_llm(metrics: Metrics) -> Any:
     """A `ChatClient.observer` counting calls by kind, and cache hits."""

@@ -34,16 +34,20 @@ def _free_port() -> int:
 
 
 class RedisTestServer:
-    """redis-server on a free 127.0.0.1 port, no persistence, in a temporary directory."""
+    """redis-server on a free 127.0.0.1 port in a temporary directory; no persistence
+    unless `persistent` (then an append-only file, kept by `stop(keep_data=True)` for a
+    restart in place)."""
 
     def __init__(
         self,
         executable: str | None = None,
         start_timeout_seconds: float = 10.0,
         password: str | None = None,
+        persistent: bool = False,
     ):
         self.executable = executable or shutil.which("redis-server") or find_redis_server()
         self.password = password
+        self.persistent = persistent
         self.start_timeout_seconds = start_timeout_seconds
         self.port = 0
         self._dir: Path | None = None
@@ -62,7 +66,8 @@ class RedisTestServer:
 
     def start(self, port: int | None = None) -> RedisTestServer:
         """Start on `port` (a free one by default; pass the old one to restart in place)."""
-        self._dir = Path(tempfile.mkdtemp(prefix="kgstream-redis-"))
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="kgstream-redis-"))
         self.port = port or _free_port()
         self._process = subprocess.Popen(
             [
@@ -76,7 +81,9 @@ class RedisTestServer:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.persistent else "no",
+                "--appendfsync",
+                "always",
                 "--daemonize",
                 "no",
                 "--logfile",
@@ -110,13 +117,15 @@ class RedisTestServer:
         finally:
             client.close()
 
-    def stop(self) -> None:
+    def stop(self, keep_data: bool = False) -> None:
+        """Shut the server down; its directory goes too unless `keep_data` (to restart
+        it in place with `start(port)`)."""
         process = self._process
         if process is not None and process.poll() is None:
             with contextlib.suppress(redis.RedisError, OSError):
                 client = self._control_client()
                 try:
-                    client.shutdown(nosave=True)
+                    client.shutdown(nosave=not self.persistent)
                 finally:
                     client.close()
             try:
@@ -125,7 +134,7 @@ class RedisTestServer:
                 process.kill()
                 process.wait()
         self._process = None
-        if self._dir is not None:
+        if self._dir is not None and not keep_data:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 

@@ -1,0 +1,108 @@
+"""`OutageWait` and `store_outages` against real stores: a real redis-server stopped and
+started again, the embedded one killed, qdrant-client against a closed port."""
+
+import os
+import signal
+import socket
+import threading
+
+import pytest
+import redis
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+from connectors.errors import OutageWait, StoppedDuringOutage, StoreUnavailable, store_outages
+from connectors.redis.graph_store import GraphStore
+from connectors.retry import Backoff
+from connectors.stores import StoreLocations, open_stores
+from connectors.vectors.qdrant import QdrantClientVectorStore
+from tests.kgstream.processes import wait_until
+from tests.support.redis import RedisTestServer
+
+FAST = Backoff(0.01, 0.05)
+
+
+def test_a_call_waits_while_redis_is_down_and_returns_once_it_is_back():
+    server = RedisTestServer().start()
+    graph = GraphStore.from_url(server.url, "outage")
+    reports: list[str | None] = []
+    wait = OutageWait(FAST, on_outage=reports.append)
+    try:
+        port = server.port
+        server.stop()
+        result: list[int] = []
+        caller = threading.Thread(target=lambda: result.append(wait.call(graph.version)))
+        caller.start()
+        wait_until(lambda: wait.outage is not None, 10, "the outage to be seen")
+        assert "Redis" in wait.outage and caller.is_alive()
+        server.start(port)
+        caller.join(timeout=30)
+        assert result == [0]
+        assert wait.outage is None
+        assert len(reports) == 2 and "Redis" in reports[0] and reports[1] is None
+    finally:
+        graph.close()
+        server.stop()
+
+
+def test_a_stop_ends_the_wait_with_the_reason():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    graph = GraphStore.from_url(f"redis://127.0.0.1:{closed}/0", "outage")
+    told: list[str] = []
+    wait = OutageWait(FAST, when_stopped=told.append)
+    threading.Timer(0.2, wait.stop.set).start()
+    with pytest.raises(StoppedDuringOutage, match="Redis"):
+        wait.call(graph.version)
+    assert len(told) == 1 and "unreachable" in told[0]
+
+
+def test_errors_that_waiting_cannot_fix_pass_through_at_once(redis_server):
+    client = redis.Redis.from_url(redis_server.url)
+    client.set("outage:a-string", "x")
+    calls: list[int] = []
+
+    def wrong_type() -> object:
+        calls.append(1)
+        return client.lpush("outage:a-string", "y")
+
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        OutageWait(FAST).call(wrong_type)
+    assert calls == [1]
+    client.close()
+
+
+@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
+def test_qdrant_without_an_answer_or_with_5xx_is_an_outage_and_4xx_is_not():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    vectors = QdrantClientVectorStore.from_url(f"http://127.0.0.1:{closed}", "ws", timeout=2)
+    try:
+        with pytest.raises(StoreUnavailable, match="vector store"), store_outages():
+            vectors.ping()
+    finally:
+        vectors.close()
+    for status, is_outage in ((503, True), (429, True), (400, False), (404, False)):
+        error = UnexpectedResponse(status, "reason", b"{}", {})  # type: ignore[arg-type]
+        expected = StoreUnavailable if is_outage else UnexpectedResponse
+        with pytest.raises(expected), store_outages():
+            raise error
+
+
+def test_a_killed_embedded_redis_is_restarted_with_what_it_had(tmp_path):
+    stores = open_stores(StoreLocations(tmp_path / "data"), "space", 4)
+    try:
+        client = stores.graph.client
+        client.set("kept", "yes")
+        client.save()  # on disk before the kill (the append-only file syncs every second)
+        embedded = stores._embedded_redis
+        assert embedded is not None and embedded.pid is not None
+        os.kill(embedded.pid, signal.SIGKILL)
+        wait_until(lambda: not embedded.is_running(), 10, "redis-server to die")
+
+        wait = OutageWait(FAST, revive=stores.revive)
+        assert wait.call(lambda: stores.graph.client.get("kept")) == "yes"
+        assert embedded.is_running()
+    finally:
+        stores.close()
