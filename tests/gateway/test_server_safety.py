@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import descriptor_pb2
+from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -20,7 +21,7 @@ from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.reflection import V1_SERVICE, V1ALPHA_SERVICE
 from gateway.server import ServerOptions
-from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
+from protos.kgstream.v1 import ingest_pb2, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
@@ -39,29 +40,81 @@ def engine(corpus: Corpus, llm_server: OpenAICompatibleServer) -> QueryEngine:
 # -- auth --------------------------------------------------------------------------------
 
 
-def test_with_a_token_set_calls_without_the_right_bearer_token_are_unauthenticated(
+# One valid request per RPC of both services; the test below checks that none is missing.
+SAMPLE_REQUESTS: dict[str, Any] = {
+    "/kgstream.v1.KnowledgeGraph/Query": pb.QueryRequest(question=QUESTION),
+    "/kgstream.v1.KnowledgeGraph/QueryStream": pb.QueryRequest(question=QUESTION),
+    "/kgstream.v1.KnowledgeGraph/Retrieve": pb.QueryRequest(question=QUESTION),
+    "/kgstream.v1.KnowledgeGraph/GetEntity": pb.GetEntityRequest(name="Carla Diaz"),
+    "/kgstream.v1.KnowledgeGraph/GetRelation": pb.GetRelationRequest(
+        source="Carla Diaz", target="Atlas Project"
+    ),
+    "/kgstream.v1.KnowledgeGraph/GetSubgraph": pb.GetSubgraphRequest(seed="Carla Diaz"),
+    "/kgstream.v1.KnowledgeGraph/GetDocument": pb.GetDocumentRequest(doc_id="projects/atlas.md"),
+    "/kgstream.v1.KnowledgeGraph/ListDocuments": pb.ListDocumentsRequest(),
+    "/kgstream.v1.Ingest/UpsertDocument": ingest_pb2.UpsertDocumentRequest(
+        doc_id="a.md", content=b"x"
+    ),
+    "/kgstream.v1.Ingest/DeleteDocument": ingest_pb2.DeleteDocumentRequest(doc_id="a.md"),
+}
+
+
+def every_rpc() -> list[tuple[str, bool, Any]]:
+    """(path, server-streaming, response class) of every method of both services."""
+    rpcs = []
+    for file in (pb.DESCRIPTOR, ingest_pb2.DESCRIPTOR):
+        for service in file.services_by_name.values():
+            for method in service.methods:
+                path = f"/{service.full_name}/{method.name}"
+                rpcs.append((path, method.server_streaming, GetMessageClass(method.output_type)))
+    return rpcs
+
+
+def call_rpc(channel: grpc.Channel, rpc: tuple[str, bool, Any], metadata: Any) -> object:
+    path, streaming, response = rpc
+    request = SAMPLE_REQUESTS[path]
+    if streaming:
+        call = channel.unary_stream(path, request.SerializeToString, response.FromString)
+        return list(call(request, metadata=metadata, timeout=30))
+    return channel.unary_unary(path, request.SerializeToString, response.FromString)(
+        request, metadata=metadata, timeout=30
+    )
+
+
+def test_with_a_token_set_every_rpc_needs_the_bearer_token_and_health_and_reflection_do_not(
     engine: QueryEngine, corpus: Corpus
 ) -> None:
+    rpcs = every_rpc()
+    assert {path for path, _, _ in rpcs} == set(SAMPLE_REQUESTS)  # a new RPC needs a sample
     options = ServerOptions(address="127.0.0.1:0", auth_token=TOKEN)
+    refused = {
+        "missing": (),
+        "wrong token": (("authorization", "Bearer wrong"),),
+        "no scheme": (("authorization", TOKEN),),
+        "other scheme": (("authorization", f"Basic {TOKEN}"),),
+    }
     with running_gateway(engine, corpus.stores.graph, options) as (_, channel):
-        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
-        ingest = ingest_pb2_grpc.IngestStub(channel)
-        request = pb.QueryRequest(question=QUESTION)
-        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),)):
-            code, details = status_of(lambda md=metadata: stub.Retrieve(request, metadata=md))
-            assert code == grpc.StatusCode.UNAUTHENTICATED, metadata
-            assert "authorization" in details
-            code, _ = status_of(lambda md=metadata: list(stub.QueryStream(request, metadata=md)))
-            assert code == grpc.StatusCode.UNAUTHENTICATED
-        code, _ = status_of(
-            lambda: ingest.DeleteDocument(ingest_pb2.DeleteDocumentRequest(doc_id="a"))
-        )
-        assert code == grpc.StatusCode.UNAUTHENTICATED  # checked before FAILED_PRECONDITION
+        for rpc in rpcs:
+            for why, metadata in refused.items():
+                code, details = status_of(lambda r=rpc, md=metadata: call_rpc(channel, r, md))
+                assert code == grpc.StatusCode.UNAUTHENTICATED, (rpc[0], why)
+                assert "authorization" in details
+                assert TOKEN not in details
+            for scheme in ("Bearer", "bearer", "BEARER"):
+                good = (("authorization", f"{scheme} {TOKEN}"),)
+                try:
+                    call_rpc(channel, rpc, good)
+                except grpc.RpcError as error:  # the request's own answer, past auth
+                    assert error.code() != grpc.StatusCode.UNAUTHENTICATED, (rpc[0], scheme)
+                    # The handler's own answers: no event log here, an unknown relation.
+                    assert error.code() in (
+                        grpc.StatusCode.FAILED_PRECONDITION,
+                        grpc.StatusCode.NOT_FOUND,
+                    ), (rpc[0], error)
 
-        good = (("authorization", f"Bearer {TOKEN}"),)
-        assert stub.Retrieve(request, metadata=good, timeout=30).entities
-        events = list(stub.QueryStream(request, metadata=good, timeout=30))
-        assert events[-1].WhichOneof("event") == "done"
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        good = (("authorization", f"bearer {TOKEN}"),)
+        assert stub.Retrieve(pb.QueryRequest(question=QUESTION), metadata=good, timeout=30).entities
 
         # Health and reflection stay open without a token.
         health = health_pb2_grpc.HealthStub(channel)
