@@ -73,6 +73,7 @@ from gateway.types import (
     RetrievedEntity,
     RetrievedRelation,
     Usage,
+    shown,
 )
 
 MAX_TOP_K = 1000
@@ -243,7 +244,7 @@ def validate(params: QueryParams) -> None:
     for index, turn in enumerate(params.history):
         if turn.role not in HISTORY_ROLES:
             raise InvalidQuery(
-                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {turn.role!r}"
+                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {shown(turn.role)}"
             )
     if params.min_index_version < 0:
         raise InvalidQuery(
@@ -255,7 +256,8 @@ def validate(params: QueryParams) -> None:
     prefix = params.file_path_prefix
     if prefix is not None and not prefix.strip("/"):
         raise InvalidQuery(
-            "file_path_prefix", f"must name a file or directory; got {prefix!r} (omit it for all)"
+            "file_path_prefix",
+            f"must name a file or directory; got {shown(prefix)} (omit it for all)",
         )
 
 

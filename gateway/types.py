@@ -182,6 +182,20 @@ class AnswerStream(Protocol):
     def close(self) -> None: ...
 
 
+SHOWN_CHARS = 100
+"""How much of a client's value an error message quotes. Status details travel in the
+trailing metadata, whose size clients cap (8 KiB by default): an echoed 1 MB name would
+turn the answer into RESOURCE_EXHAUSTED, and would fill logs besides."""
+
+
+def shown(value: str) -> str:
+    """`value` quoted for an error message: whole up to `SHOWN_CHARS`, else its start and
+    its length (`'Carla Diaz ...'... (1048576 characters)`)."""
+    if len(value) <= SHOWN_CHARS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+
+
 class InvalidQuery(ValueError):
     """A request the engine cannot run; `field` names the culprit (-> INVALID_ARGUMENT)."""
 
