@@ -12,8 +12,8 @@ from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
-from gateway.status import abort, deadline_of, in_range, invalid, statuses
-from gateway.types import Answer, AnswerStream, QueryParams, Retrieval, Usage, shown
+from gateway.status import abort, call_deadline_of, in_range, invalid, statuses
+from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval, Usage, shown
 from protos.kgstream.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
@@ -27,19 +27,19 @@ MAX_PAGE_SIZE = 1000
 class Engine(Protocol):
     """What the gateway needs from the query engine (gateway/engine.QueryEngine).
 
-    `deadline` is the call's deadline in `time.monotonic()` seconds (None: the
-    client set none); the engine raises IndexVersionTimeout when
-    `min_index_version` is not reached by then.
+    `deadline` is the call's deadline and liveness (`CallDeadline`); the engine raises
+    IndexVersionTimeout when `min_index_version` is not reached by then, and
+    CallAbandoned when the client cancelled or left between two stages of the work.
     """
 
     def validate(self, params: QueryParams) -> None: ...
 
-    def retrieve(self, params: QueryParams, deadline: float | None) -> Retrieval: ...
+    def retrieve(self, params: QueryParams, deadline: CallDeadline | None) -> Retrieval: ...
 
-    def answer(self, params: QueryParams, deadline: float | None) -> Answer: ...
+    def answer(self, params: QueryParams, deadline: CallDeadline | None) -> Answer: ...
 
     def stream_answer(
-        self, params: QueryParams, deadline: float | None
+        self, params: QueryParams, deadline: CallDeadline | None
     ) -> tuple[Retrieval, AnswerStream]: ...
 
 
@@ -59,14 +59,14 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         self, request: query_pb2.QueryRequest, context: grpc.ServicerContext
     ) -> query_pb2.QueryResponse:
         with statuses(context):
-            answer = self._engine.answer(self._params(request), deadline_of(context))
+            answer = self._engine.answer(self._params(request), call_deadline_of(context))
         return convert.answer_to_proto(answer)
 
     def Retrieve(
         self, request: query_pb2.QueryRequest, context: grpc.ServicerContext
     ) -> query_pb2.RetrievalResult:
         with statuses(context):
-            retrieval = self._engine.retrieve(self._params(request), deadline_of(context))
+            retrieval = self._engine.retrieve(self._params(request), call_deadline_of(context))
         return convert.retrieval_to_proto(retrieval)
 
     def QueryStream(
@@ -75,7 +75,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         """Context first, then deltas; a cancelled call closes the stream (and the LLM call)."""
         with statuses(context):
             retrieval, stream = self._engine.stream_answer(
-                self._params(request), deadline_of(context)
+                self._params(request), call_deadline_of(context)
             )
         # Runs when the call ends for any reason, cancellation included, even while
         # this thread is blocked waiting for the next delta.

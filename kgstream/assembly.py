@@ -21,7 +21,7 @@ from connectors.tokenizer import TiktokenTokenizer
 from dataflow.components import Components, ExtractMany, offline_extract_many
 from dataflow.core.contributions import Renderer, Summarizer, SummaryRequest
 from dataflow.core.prompts import build_summary_messages
-from gateway.engine import QueryEngine
+from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
 from gateway.knowledge_graph import Engine
 from gateway.server import RunningServer, ServerOptions, serve
@@ -155,7 +155,14 @@ def build_engine(
         OfflineKeywordExtractor() if client is None else LLMKeywordExtractor(client)
     )
     tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
-    engine = QueryEngine(stores, embedder, tokenizer, keywords, llm=client)
+    options = EngineOptions(
+        version_wait_seconds=settings.version_wait_seconds,
+        max_version_waits=settings.max_version_waits,
+        max_question_chars=settings.max_question_chars,
+        max_keywords=settings.max_keywords,
+        max_keyword_chars=settings.max_keyword_chars,
+    )
+    engine = QueryEngine(stores, embedder, tokenizer, keywords, llm=client, options=options)
     return MeteredEngine(engine, metrics) if metrics is not None else engine
 
 

@@ -88,6 +88,14 @@ class Settings:
     # gateway
     grpc_address: str = "127.0.0.1:50051"
     grpc_auth_token: str | None = None
+    # request limits (gateway/types.py says why each exists); over one: INVALID_ARGUMENT
+    max_question_chars: int = 4000
+    max_keywords: int = 100  # high- and low-level keywords together
+    max_keyword_chars: int = 200
+    # min_index_version: the longest wait whatever the call's deadline, and how many calls
+    # may wait at once (each holds one of the gateway's 16 workers; keep it well below)
+    version_wait_seconds: float = 30.0
+    max_version_waits: int = 8
     # operations
     metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
     log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
@@ -112,6 +120,18 @@ class Settings:
                 level_number(getattr(self, name))
             except ValueError as error:
                 raise SettingsError(f"{name}: {error}") from error
+        for name in (
+            "max_question_chars",
+            "max_keywords",
+            "max_keyword_chars",
+            "max_version_waits",
+        ):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name} must be >= 1; got {getattr(self, name)}")
+        if not self.version_wait_seconds >= 0:
+            raise SettingsError(
+                f"version_wait_seconds must be >= 0; got {self.version_wait_seconds}"
+            )
         if self.embedding_threads < 0:
             raise SettingsError(
                 f"embedding_threads must be >= 0 (0: one per core, at most 4); "

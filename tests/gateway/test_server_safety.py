@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -14,13 +16,15 @@ from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from connectors.llm.client import ChatClient, LLMOptions
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from dataflow.core.documents import DocumentUpsert
 from gateway.engine import EngineOptions, QueryEngine
-from gateway.keywords import OfflineKeywordExtractor
+from gateway.keywords import LLMKeywordExtractor, OfflineKeywordExtractor
 from gateway.reflection import V1_SERVICE, V1ALPHA_SERVICE
 from gateway.server import ServerOptions
+from gateway.types import CallAbandoned, DeadlinePassed
 from protos.kgstream.v1 import ingest_pb2, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
@@ -252,11 +256,126 @@ def test_a_min_index_version_wait_without_a_deadline_stops_at_the_servers_maximu
         code, details = status_of(lambda: stub.Retrieve(request))  # no deadline
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         assert f"min_index_version {unreachable} not reached within 0.3 s" in details
-        assert "the call set no deadline, so the wait stopped at the server's maximum" in details
-        # With a deadline of its own, the call is told about its deadline, not the maximum.
+        assert "the wait stopped at the server's maximum, 0.3 s (version_wait_seconds)" in details
+        # A deadline longer than the maximum is cut by it too.
+        started = time.monotonic()
+        code, details = status_of(lambda: stub.Retrieve(request, timeout=30))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "server's maximum" in details and time.monotonic() - started < 10
+        # With a shorter deadline of its own, the call is told about its deadline.
         code, details = status_of(lambda: stub.Retrieve(request, timeout=0.3))
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "server's maximum" not in details
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.01)
+
+
+def test_sixteen_min_index_version_waiters_leave_health_and_retrieve_answering(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    """16 waits used to occupy all 16 gRPC workers, so even the health check timed out."""
+    assert ServerOptions().max_workers == 16 and engine.options.max_version_waits == 8
+    unreachable = corpus.stores.graph.version() + 1000
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        waiting = pb.QueryRequest(question=QUESTION, min_index_version=unreachable)
+        waiters = [stub.Retrieve.future(waiting) for _ in range(16)]  # no deadline of their own
+        refused = lambda: [w for w in waiters if w.done()]  # noqa: E731
+        wait_until(lambda: len(refused()) == 8, 10, "8 waiters over the limit refused")
+        for waiter in refused():
+            assert waiter.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "8 calls wait for min_index_version already" in waiter.details()
+
+        health = health_pb2_grpc.HealthStub(channel)
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == (
+            health_pb2.HealthCheckResponse.SERVING
+        )
+        assert stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=5).entities
+
+        # Cancelled waiters free their places at once, not at the 30 s maximum.
+        for waiter in waiters:
+            waiter.cancel()
+
+        def admitted() -> bool:
+            try:
+                stub.Retrieve(waiting, timeout=0.2)
+            except grpc.RpcError as error:
+                return error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            return False
+
+        wait_until(admitted, 10, "a new waiter admitted after the others were cancelled")
+
+
+class CountingEmbedder:
+    """The corpus's real embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return self._embedder.embed(texts)
+
+
+class FinishLine:
+    """An engine that says when each call ended and with what (the test's condition)."""
+
+    def __init__(self, engine: QueryEngine) -> None:
+        self._engine = engine
+        self.ended = threading.Semaphore(0)
+        self.errors: list[Exception] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def retrieve(self, params: Any, deadline: Any) -> Any:
+        try:
+            return self._engine.retrieve(params, deadline)
+        except Exception as error:
+            self.errors.append(error)
+            raise
+        finally:
+            self.ended.release()
+
+
+def test_a_call_the_client_left_stops_before_embedding_the_question(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    embedder = CountingEmbedder(corpus.embedder)
+    client = ChatClient(LLMOptions(base_url=llm_server.base_url, model="m", max_retries=0))
+    engine = FinishLine(
+        QueryEngine(corpus.stores, embedder, TOKENIZER, LLMKeywordExtractor(client))
+    )
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):  # type: ignore[arg-type]
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        for how in ("deadline", "cancel"):
+            question = f"Who leads the Atlas Project? ({how})"
+            llm_server.stall_next(1.5)  # the keyword call outlasts the client
+            request = pb.QueryRequest(question=question)
+            if how == "deadline":
+                code, _ = status_of(lambda r=request: stub.Retrieve(r, timeout=0.3))
+                assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+            else:
+                pending = stub.Retrieve.future(request)
+                assert llm_server.wait_for(lambda: llm_server.in_flight == 1, timeout=10)
+                pending.cancel()
+            assert engine.ended.acquire(timeout=30), "the engine call never ended"
+            error = engine.errors[-1]
+            assert isinstance(error, DeadlinePassed if how == "deadline" else CallAbandoned)
+            assert str(error).endswith("before embedding the question and keywords"), error
+            assert not [text for text in embedder.texts if how in text]
+        # A call that stays gets the whole work.
+        answered = stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=30)
+        assert answered.entities and embedder.texts
 
 
 def test_min_index_version_waits_for_an_update_written_during_the_call(
