@@ -173,6 +173,11 @@ def serve_gateway(settings: Settings, engine: Engine, stores: Stores) -> Running
         from connectors.kafka.producer import DocumentEventProducer
 
         producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
-    options = ServerOptions(address=settings.grpc_address, auth_token=settings.grpc_auth_token)
+    options = ServerOptions(
+        address=settings.grpc_address,
+        auth_token=settings.grpc_auth_token,
+        tls_cert_path=settings.grpc_tls_cert_path,
+        tls_key_path=settings.grpc_tls_key_path,
+    )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
     return serve(engine, stores.graph, options, producer, health_checks=checks)

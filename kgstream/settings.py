@@ -88,6 +88,10 @@ class Settings:
     # gateway
     grpc_address: str = "127.0.0.1:50051"
     grpc_auth_token: str | None = None
+    # TLS for the gateway: PEM certificate (chain) and private key; unset: plaintext
+    # (named _path: an env variable ending in _FILE means "the value is in that file")
+    grpc_tls_cert_path: Path | None = None
+    grpc_tls_key_path: Path | None = None
     # request limits (gateway/types.py says why each exists); over one: INVALID_ARGUMENT
     max_question_chars: int = 4000
     max_keywords: int = 100  # high- and low-level keywords together
@@ -131,6 +135,10 @@ class Settings:
         if not self.version_wait_seconds >= 0:
             raise SettingsError(
                 f"version_wait_seconds must be >= 0; got {self.version_wait_seconds}"
+            )
+        if (self.grpc_tls_cert_path is None) != (self.grpc_tls_key_path is None):
+            raise SettingsError(
+                "grpc_tls_cert_path and grpc_tls_key_path go together (TLS needs both)"
             )
         if self.embedding_threads < 0:
             raise SettingsError(
