@@ -15,6 +15,7 @@ from typing import NoReturn
 
 import grpc
 
+from connectors.embeddings.remote import EmbeddingRequestError
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.llm.client import LLMError
 from gateway import convert
@@ -39,6 +40,7 @@ STATUS_OF: tuple[tuple[type[Exception], grpc.StatusCode, str], ...] = (
     (CallAbandoned, grpc.StatusCode.CANCELLED, ""),
     (StoreUnavailable, grpc.StatusCode.UNAVAILABLE, ""),
     (LLMError, grpc.StatusCode.UNAVAILABLE, "the LLM call failed: "),
+    (EmbeddingRequestError, grpc.StatusCode.UNAVAILABLE, "the embedding call failed: "),
 )
 _MAPPED = tuple(kind for kind, _, _ in STATUS_OF)
 
