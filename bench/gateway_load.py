@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,17 +45,16 @@ from bench.corpus import DEFAULT_SEED, build_world, generate_corpus  # noqa: E40
 from bench.gateway_bench import (  # noqa: E402
     MODES,
     build_questions,
-    kgstream_command,
+    kgstream_gateway,
     load_average,
     ms,
     open_channel,
     retrieve_stub,
 )
-from bench.indexer_bench import clean_environment, progress, stop_process  # noqa: E402
+from bench.indexer_bench import progress  # noqa: E402
 
 CALL_TIMEOUT_SECONDS = 30.0
 WRITE_BATCHES = 20
-_GATEWAY_LINE = re.compile(r"gateway on (\S+:\d+)")
 
 
 @dataclass
@@ -195,19 +192,6 @@ def processed_documents(address: str) -> int:
         channel.close()
 
 
-def read_address(process: subprocess.Popen[bytes], log_path: Path, timeout: float) -> str:
-    """The HOST:PORT of the process's "gateway on HOST:PORT" line."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        match = _GATEWAY_LINE.search(log_path.read_text(encoding="utf-8", errors="replace"))
-        if match:
-            return match.group(1)
-        if process.poll() is not None:
-            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log_path}")
-        time.sleep(0.05)
-    raise TimeoutError(f"no 'gateway on HOST:PORT' within {timeout:.0f} s; see {log_path}")
-
-
 def print_report(report: LoadReport, processed: int, load_before: str) -> None:
     print(
         f"{len(report.clients)} clients, {report.seconds:.1f} s, {report.calls} calls "
@@ -236,39 +220,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--docs", type=int, default=1000, help="documents ingested meanwhile")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--work-dir", type=Path, default=None, help="default: a temporary one")
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="kept afterwards (default: a temporary one)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="kgstream-load-"))
+    if args.work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="kgstream-load-") as work:
+            return measure(args, Path(work))
+    return measure(args, args.work_dir)
+
+
+def measure(args: argparse.Namespace, work: Path) -> int:
+    """The run `main` describes, with its folder, data and log under `work`."""
     folder, data, log_path = work / "docs", work / "data", work / "run.log"
     folder.mkdir(parents=True, exist_ok=True)
     documents = generate_corpus(args.docs, seed=args.seed)
     questions = build_questions(build_world(args.seed), documents, 200, args.seed)
-    command = kgstream_command(
-        "run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0"
-    )
-    progress(f"starting {' '.join(command)} (log {log_path})")
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=clean_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            address = read_address(process, log_path, timeout=180)
-            load_before = load_average()
-            progress(f"{args.clients} clients for {args.seconds:g} s, {args.docs} documents")
-            report = run_load(address, folder, documents, questions, args.clients, args.seconds)
-            processed = processed_documents(address)
-        finally:
-            stop_process(process)
+    arguments = ("run", "--watch", str(folder), "--data", str(data))
+    progress(f"starting kgstream {' '.join(arguments)} (log {log_path})")
+    with kgstream_gateway(log_path, *arguments) as (_, address):
+        load_before = load_average()
+        progress(f"{args.clients} clients for {args.seconds:g} s, {args.docs} documents")
+        report = run_load(address, folder, documents, questions, args.clients, args.seconds)
+        processed = processed_documents(address)
     print_report(report, processed, load_before)
     return 1 if report.errors or report.backward_steps else 0
 
