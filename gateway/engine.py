@@ -61,9 +61,6 @@ from gateway.retrieval import (
     one_hop,
 )
 from gateway.types import (
-    MAX_KEYWORD_CHARS,
-    MAX_KEYWORDS,
-    MAX_QUESTION_CHARS,
     Answer,
     AnswerStream,
     CallAbandoned,
@@ -73,6 +70,7 @@ from gateway.types import (
     Keywords,
     Mode,
     QueryParams,
+    RequestLimits,
     Retrieval,
     RetrievedEntity,
     RetrievedRelation,
@@ -107,6 +105,9 @@ def _best_per_item(cited: Sequence[Sequence[str]], ranked: Sequence[str]) -> lis
     return best
 
 
+DEFAULT_LIMITS = RequestLimits()
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     """`answer_cache_size`: answers kept (LRU; 0 disables the cache).
@@ -115,26 +116,19 @@ class EngineOptions:
     `max_version_waits`: calls waiting for `min_index_version` at once; one more is
     RESOURCE_EXHAUSTED at once. Keep it under the gateway's gRPC workers (16), so waiting
     calls never hold the workers that health checks and other calls need.
-    `max_question_chars`, `max_keywords`, `max_keyword_chars`: request limits
-    (INVALID_ARGUMENT naming the limit and the size received; gateway/types.py says why).
+    `limits`: the largest request taken (gateway/types.py says why each limit exists).
     """
 
     answer_cache_size: int = 1024
     version_wait_seconds: float = 30.0
     max_version_waits: int = 8
-    max_question_chars: int = MAX_QUESTION_CHARS
-    max_keywords: int = MAX_KEYWORDS
-    max_keyword_chars: int = MAX_KEYWORD_CHARS
+    limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_version_waits",
-            "max_question_chars",
-            "max_keywords",
-            "max_keyword_chars",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"EngineOptions.{name} must be >= 1; got {getattr(self, name)}")
+        if self.max_version_waits < 1:
+            raise ValueError(
+                f"EngineOptions.max_version_waits must be >= 1; got {self.max_version_waits}"
+            )
         if self.answer_cache_size < 0:
             raise ValueError(
                 f"EngineOptions.answer_cache_size must be >= 0 (0 disables); "
@@ -243,9 +237,8 @@ def _has_context(retrieval: Retrieval) -> bool:
     return bool(retrieval.entities or retrieval.relations or retrieval.chunks)
 
 
-def validate(params: QueryParams, options: EngineOptions | None = None) -> None:
+def validate(params: QueryParams, limits: RequestLimits = DEFAULT_LIMITS) -> None:
     """Raise `InvalidQuery` naming the first field the engine cannot run with."""
-    limits = options or EngineOptions()
     if not isinstance(params.mode, Mode):
         raise InvalidQuery("mode", f"must be one of {[m.value for m in Mode]}; got {params.mode!r}")
     keywords = [k for k in (*params.high_level_keywords, *params.low_level_keywords) if k.strip()]
@@ -332,7 +325,7 @@ class QueryEngine:
         self._version_waits = threading.BoundedSemaphore(self.options.max_version_waits)
 
     def validate(self, params: QueryParams) -> None:
-        validate(params, self.options)
+        validate(params, self.options.limits)
 
     # ------------------------------------------------------------------ public API
 
@@ -549,7 +542,7 @@ class QueryEngine:
         if not found.high_level and not found.low_level:
             return Keywords(high_level=(), low_level=(params.question.strip(),))
         # As many as a request may pass: an LLM reply of thousands costs as much.
-        most = self.options.max_keywords
+        most = self.options.limits.max_keywords
         low = found.low_level[:most]
         return Keywords(high_level=found.high_level[: most - len(low)], low_level=low)
 

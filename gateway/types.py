@@ -177,6 +177,22 @@ MAX_KEYWORD_CHARS = 200
 """The longest keyword accepted by default (setting `max_keyword_chars`): a keyword is a
 name or a theme of a few words."""
 
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """The largest request the engine takes (settings of the same names); over one:
+    INVALID_ARGUMENT naming the limit and the size received."""
+
+    max_question_chars: int = MAX_QUESTION_CHARS
+    max_keywords: int = MAX_KEYWORDS
+    max_keyword_chars: int = MAX_KEYWORD_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_question_chars", "max_keywords", "max_keyword_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
+
+
 NO_LLM_ANSWER = (
     "No LLM is configured, so kgstream returns the retrieved context without an answer. "
     "Set OPENAI_BASE_URL (and OPENAI_API_KEY, KGSTREAM_LLM_MODEL) to get answers."

@@ -158,9 +158,7 @@ def build_engine(
     options = EngineOptions(
         version_wait_seconds=settings.version_wait_seconds,
         max_version_waits=settings.max_version_waits,
-        max_question_chars=settings.max_question_chars,
-        max_keywords=settings.max_keywords,
-        max_keyword_chars=settings.max_keyword_chars,
+        limits=settings.request_limits(),
     )
     engine = QueryEngine(stores, embedder, tokenizer, keywords, llm=client, options=options)
     return MeteredEngine(engine, metrics) if metrics is not None else engine

@@ -23,6 +23,7 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
 from dataflow.core.documents import DocumentLimits
 from dataflow.core.prompts import ExtractionPromptOptions
+from gateway.types import RequestLimits
 from kgstream.logs import level_number
 
 ENV_PREFIX = "KGSTREAM_"
@@ -124,14 +125,8 @@ class Settings:
                 level_number(getattr(self, name))
             except ValueError as error:
                 raise SettingsError(f"{name}: {error}") from error
-        for name in (
-            "max_question_chars",
-            "max_keywords",
-            "max_keyword_chars",
-            "max_version_waits",
-        ):
-            if getattr(self, name) < 1:
-                raise SettingsError(f"{name} must be >= 1; got {getattr(self, name)}")
+        if self.max_version_waits < 1:
+            raise SettingsError(f"max_version_waits must be >= 1; got {self.max_version_waits}")
         if not self.version_wait_seconds >= 0:
             raise SettingsError(
                 f"version_wait_seconds must be >= 0; got {self.version_wait_seconds}"
@@ -149,6 +144,7 @@ class Settings:
             self.chunking_options()
             self.document_limits()
             self.render_options()
+            self.request_limits()
         except ValueError as error:
             raise SettingsError(str(error)) from error
 
@@ -177,6 +173,13 @@ class Settings:
             summarize_over_fragments=self.summarize_over_fragments,
             summarize_over_tokens=self.summarize_over_tokens,
             summary_max_tokens=self.summary_max_tokens,
+        )
+
+    def request_limits(self) -> RequestLimits:
+        return RequestLimits(
+            max_question_chars=self.max_question_chars,
+            max_keywords=self.max_keywords,
+            max_keyword_chars=self.max_keyword_chars,
         )
 
     def prompt_options(self) -> ExtractionPromptOptions:

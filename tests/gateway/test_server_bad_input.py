@@ -15,7 +15,7 @@ import pytest
 from gateway import convert
 from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.types import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUESTION_CHARS, Mode
+from gateway.types import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUESTION_CHARS, Mode, RequestLimits
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
 from tests.dataflow.harness import TOKENIZER
@@ -181,7 +181,8 @@ def test_keywords_at_the_limits_are_answered(no_llm: query_pb2_grpc.KnowledgeGra
 
 
 def test_request_limits_are_settings(corpus: Corpus) -> None:
-    options = EngineOptions(max_question_chars=10, max_keywords=2, max_keyword_chars=5)
+    limits = RequestLimits(max_question_chars=10, max_keywords=2, max_keyword_chars=5)
+    options = EngineOptions(limits=limits)
     engine = QueryEngine(
         corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor(), options=options
     )
