@@ -24,6 +24,7 @@ from kgstream.commands.inspection import (
     command_rebuild_vectors,
     command_status,
 )
+from kgstream.commands.retrying import command_retry_failed
 from kgstream.commands.serving import command_query, command_serve
 from kgstream.settings import Settings, SettingsError, load_settings
 
@@ -104,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     status = command("status", "documents by status, index version and failures")
     status.add_argument("--json", action="store_true")
 
+    command(
+        "retry-failed",
+        "re-extract the documents whose extraction failed (the indexer running now, or the next)",
+    )
+
     command("rebuild-vectors", "re-embed every chunk, entity and relation (after a model change)")
 
     export = command("export", "write the graph as JSON, NetworkX node-link JSON or GraphML")
@@ -177,6 +183,7 @@ COMMANDS = {
     "status": command_status,
     "export": command_export,
     "rebuild-vectors": command_rebuild_vectors,
+    "retry-failed": command_retry_failed,
     "serve": command_serve,
     "query": command_query,
 }
