@@ -71,6 +71,9 @@ def test_retry_failed_then_the_next_index_re_extracts_what_failed(
     write(folder)
     poison(llm_server)
     assert main(["index", str(folder), "--data", str(data)]) == 0
+    assert "hint: `kgstream retry-failed` extracts the chunks that failed again" in (
+        capsys.readouterr().out
+    )
     failed = {"bad.md": "FAILED", "good.md": "PROCESSED", "latin1.md": "FAILED"}
     assert statuses(graph_at_rest(data)) == failed
 
@@ -84,6 +87,7 @@ def test_retry_failed_then_the_next_index_re_extracts_what_failed(
 
     llm_server.reset()
     assert main(["index", str(folder), "--data", str(data)]) == 0
+    assert "retry-failed" not in capsys.readouterr().out  # latin1.md is not retryable
     graph = graph_at_rest(data)
     assert statuses(graph) == {**failed, "bad.md": "PROCESSED"}
     assert graph == fresh_build(folder)
