@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from connectors.index_export import read_graph
+from connectors.kafka.producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
+from dataflow.core.documents import DocumentUpsert
 from dataflow.core.index import IndexSnapshot
 from kgstream.cli import main
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
 from tests.kgstream.test_cli_watch import fresh_build, stored_graph
 from tests.support.llm_server import offline_extraction_reply, status
 
@@ -125,3 +127,30 @@ def test_a_running_indexer_retries_at_once(llm_server, run_env, tmp_path, capsys
         running.send_signal(signal.SIGTERM)
         output, _ = running.communicate(timeout=60)
     assert running.returncode == 0, output
+
+
+def test_a_kafka_run_retries_what_failed_without_the_event_being_sent_again(
+    kafka_broker, llm_server, run_env, tmp_path
+):
+    topic = "retry-documents"
+    kafka_broker.create_topic(topic, 2)
+    with DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer:
+        for doc_id, text in FILES.items():
+            producer.send(DocumentUpsert(doc_id, text, doc_id))
+    kafka = ["--kafka", kafka_broker.bootstrap_servers, "--topic", topic]
+    live, rebuilt = tmp_path / "live", tmp_path / "rebuilt"
+    run = ["run", *kafka, "--data", str(live), "--until-caught-up", "--no-serve"]
+    poison(llm_server)
+
+    finish(kgstream(*run, env=run_env))
+    assert statuses(graph_at_rest(live)) == {"bad.md": "FAILED", "good.md": "PROCESSED"}
+
+    llm_server.fault_for = None
+    output = finish(kgstream("retry-failed", "--data", str(live), env=run_env))
+    assert "retry 1 document(s)" in output
+    finish(kgstream(*run, env=run_env))  # nothing new on the topic: only the retry
+
+    finish(kgstream("replay", *kafka, "--data", str(rebuilt), env=run_env))
+    graph = graph_at_rest(live)
+    assert statuses(graph) == {"bad.md": "PROCESSED", "good.md": "PROCESSED"}
+    assert graph == graph_at_rest(rebuilt)
