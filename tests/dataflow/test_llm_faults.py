@@ -12,10 +12,21 @@ from connectors.llm.client import ChatClient, LLMOptions
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.redis.retry_requests import RetryRequestSource
 from connectors.retry import Backoff
+from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentStatus, DocumentUpsert
+from dataflow.core.index import ReferenceIndex
+from dataflow.core.offline.extractor import extract_offline
 from dataflow.flow import build_flow
+from kgstream.assembly import llm_summarizer
 from kgstream.indexer import recovery_config
-from tests.dataflow.harness import events, fresh_build, new_components, stored
+from tests.dataflow.harness import (
+    CHUNKING,
+    TOKENIZER,
+    events,
+    fresh_build,
+    new_components,
+    stored,
+)
 from tests.support.llm_server import cut, garbage, offline_extraction_reply, stall, status
 
 POISON = "Quillon Varga"  # the failing chunk's marker: its extraction calls meet the fault
@@ -140,3 +151,36 @@ def test_a_retry_request_re_extracts_only_the_failed_chunks_and_equals_a_fresh_b
     assert graph == expected
     assert llm_server.chat_calls == 1  # only the failed chunk was extracted again
     assert poisoned_calls(llm_server) == 1
+
+
+def test_a_summary_the_llm_fails_to_give_falls_back_to_the_extractive_summary(
+    llm_components, llm_server, tmp_path
+):
+    client = llm_components.extract_many.__self__.client
+    summarize = llm_summarizer(client, "English", TOKENIZER.count)
+    llm_components.renderer = Renderer(
+        TOKENIZER.count, RenderOptions(summarize_over_fragments=2), summarize
+    )
+    llm_server.fault_for = lambda body: (
+        status(500) if "merge descriptions" in body["messages"][0]["content"] else None
+    )
+    changes = [
+        DocumentUpsert(
+            f"doc{i}.md", f"Kessler Institute hired Person{i} Example{i} in Lisbon.", f"doc{i}.md"
+        )
+        for i in range(4)
+    ]
+
+    run(llm_components, changes, tmp_path / "recovery")
+
+    graph = stored(llm_components).graph
+    assert {d.status for d in graph.documents.values()} == {DocumentStatus.PROCESSED}
+    offline = ReferenceIndex(TOKENIZER, extract_offline, CHUNKING)
+    offline.apply_all(changes)
+    extractive = offline.snapshot(
+        Renderer(TOKENIZER.count, RenderOptions(summarize_over_fragments=2))
+    )
+    assert graph.entities["kessler institute"] == extractive.entities["kessler institute"]
+    assert (
+        sum("merge descriptions" in b["messages"][0]["content"] for b in llm_server.bodies()) >= 2
+    )

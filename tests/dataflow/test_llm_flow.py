@@ -70,7 +70,7 @@ def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_se
     components.renderer = Renderer(
         TOKENIZER.count,
         RenderOptions(summarize_over_fragments=2),
-        llm_summarizer(client, "English"),
+        llm_summarizer(client, "English", TOKENIZER.count),
     )
     components.coalesce_seconds = 2.0
     llm_server.responder = lambda body: (
@@ -98,7 +98,9 @@ def test_an_edit_that_needs_no_summary_waits_for_no_coalescing_window(llm_compon
     # The window holds only renders that would call the LLM for a summary: a short document's
     # entities (one description each) commit at once, long before the window ends.
     components, client = llm_components
-    components.renderer = Renderer(TOKENIZER.count, RenderOptions(), llm_summarizer(client, "en"))
+    components.renderer = Renderer(
+        TOKENIZER.count, RenderOptions(), llm_summarizer(client, "en", TOKENIZER.count)
+    )
     components.coalesce_seconds = 30.0
     committed: list[float] = []
     components.on_commit = lambda batch: committed.extend(time.monotonic() for _ in batch.completed)
