@@ -5,12 +5,12 @@ retracts exactly its contribution: the stores equal a from-scratch build."""
 import pytest
 
 from connectors.llm.client import ChatClient, LLMOptions
-from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.parsing import parse_extraction
-from tests.dataflow.harness import CHUNKING, TOKENIZER, events, new_components, renderer, run_flow
+from tests.dataflow import harness
+from tests.dataflow.harness import CHUNKING, TOKENIZER, events, renderer, run_flow
 from tests.dataflow.harness import stored as stored_index
 
 D = "<|#|>"
@@ -52,13 +52,13 @@ def fresh_build(changes):
 def components(redis_server, llm_server, tmp_path):
     llm_server.responder = lambda body: reply_for(body["messages"][-1]["content"])
     options = LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.02))
-    client = ChatClient(options)
-    built = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
-    built.extract_many = LLMExtractor(client, LLMExtractorOptions(max_gleaning=0)).extract_many
-    yield built
-    client.close()
-    built.stores.graph.clear()
-    built.stores.vectors.close()
+    with (
+        ChatClient(options) as client,
+        harness.llm_components(
+            redis_server.url, llm_server.base_url, tmp_path / "vectors", client
+        ) as built,
+    ):
+        yield built
 
 
 def test_spellings_that_normalise_alike_are_one_entity(components, entry_point):

@@ -9,7 +9,6 @@ import pytest
 from bytewax.testing import TestingSource, run_main
 
 from connectors.llm.client import ChatClient, LLMOptions
-from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.redis.retry_requests import RetryRequestSource
 from connectors.retry import Backoff
 from dataflow.core.contributions import Renderer, RenderOptions
@@ -19,12 +18,12 @@ from dataflow.core.offline.extractor import extract_offline
 from dataflow.flow import build_flow
 from kgstream.assembly import llm_summarizer
 from kgstream.indexer import recovery_config
+from tests.dataflow import harness
 from tests.dataflow.harness import (
     CHUNKING,
     TOKENIZER,
     events,
     fresh_build,
-    new_components,
     stored,
 )
 from tests.support.llm_server import cut, garbage, offline_extraction_reply, stall, status
@@ -39,7 +38,7 @@ TIMEOUT = 0.4
 
 
 @pytest.fixture
-def llm_components(redis_server, llm_server, tmp_path):
+def chat_client(llm_server):
     llm_server.responder = offline_extraction_reply
     options = LLMOptions(
         llm_server.base_url,
@@ -48,13 +47,17 @@ def llm_components(redis_server, llm_server, tmp_path):
         max_retries=1,
         backoff=Backoff(0.01, 0.02),
     )
-    client = ChatClient(options)
-    components = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
-    components.extract_many = LLMExtractor(client, LLMExtractorOptions(max_gleaning=0)).extract_many
-    yield components
-    client.close()
-    components.stores.graph.clear()
-    components.stores.vectors.close()
+    with ChatClient(options) as client:
+        yield client
+
+
+@pytest.fixture
+def llm_components(redis_server, llm_server, chat_client, tmp_path):
+    vector_dir = tmp_path / "vectors"
+    with harness.llm_components(
+        redis_server.url, llm_server.base_url, vector_dir, chat_client
+    ) as c:
+        yield c
 
 
 def poison_fault(llm_server, fault):
@@ -154,10 +157,9 @@ def test_a_retry_request_re_extracts_only_the_failed_chunks_and_equals_a_fresh_b
 
 
 def test_a_summary_the_llm_fails_to_give_falls_back_to_the_extractive_summary(
-    llm_components, llm_server, tmp_path
+    llm_components, chat_client, llm_server, tmp_path
 ):
-    client = llm_components.extract_many.__self__.client
-    summarize = llm_summarizer(client, "English", TOKENIZER.count)
+    summarize = llm_summarizer(chat_client, "English", TOKENIZER.count)
     llm_components.renderer = Renderer(
         TOKENIZER.count, RenderOptions(summarize_over_fragments=2), summarize
     )

@@ -8,12 +8,12 @@ import pytest
 from bytewax.testing import TestingSource, run_main
 
 from connectors.llm.client import ChatClient, LLMOptions
-from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentUpsert
 from kgstream.assembly import llm_summarizer
-from tests.dataflow.harness import TOKENIZER, events, new_components, run_flow, stored
+from tests.dataflow import harness
+from tests.dataflow.harness import TOKENIZER, events, run_flow, stored
 from tests.support.llm_server import offline_extraction_reply
 
 
@@ -30,14 +30,14 @@ def document(versions: dict[int, str] | None = None) -> str:
 def llm_components(redis_server, llm_server, tmp_path):
     llm_server.responder = offline_extraction_reply
     # No response cache: the counts below prove the dataflow itself skips unchanged chunks.
-    client = ChatClient(
-        LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.05))
-    )
-    components = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
-    components.extract_many = LLMExtractor(client, LLMExtractorOptions(max_gleaning=0)).extract_many
-    yield components, client
-    components.stores.graph.clear()
-    components.stores.vectors.close()
+    options = LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.05))
+    with (
+        ChatClient(options) as client,
+        harness.llm_components(
+            redis_server.url, llm_server.base_url, tmp_path / "vectors", client
+        ) as components,
+    ):
+        yield components, client
 
 
 def summary_calls(llm_server) -> Counter:
