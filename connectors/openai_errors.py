@@ -21,9 +21,16 @@ from connectors.retry import Backoff, Retry
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
 
+class UnusableReplyError(openai.OpenAIError):
+    """A 200 whose text cannot be used: no text, or not the format the caller asked for.
+
+    Retried like a 5xx (a model sampled again may follow the format), and never cached.
+    """
+
+
 def is_transient(error: Exception) -> bool:
     """True when trying the same request again may succeed."""
-    if isinstance(error, openai.APIConnectionError):  # includes APITimeoutError
+    if isinstance(error, openai.APIConnectionError | UnusableReplyError):  # and timeouts
         return True
     if isinstance(error, openai.APIStatusError):
         told = error.response.headers.get("x-should-retry")

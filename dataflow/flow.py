@@ -76,7 +76,9 @@ from dataflow.core.steps import (
     ChunkExtracted,
     ChunkRemoved,
     ContributionDelta,
+    DocumentRetry,
     DocumentState,
+    retry_document,
     update_chunk,
     update_document,
     update_fragments,
@@ -89,10 +91,17 @@ Rendered = EntityRendered | RelationRendered
 
 
 def build_flow(
-    source: Source[SourceEvent], components: Components, flow_id: str = "kgstream"
+    source: Source[SourceEvent],
+    components: Components,
+    flow_id: str = "kgstream",
+    retries: Source[SourceEvent] | None = None,
 ) -> Dataflow:
+    """The indexing dataflow over `source`; `retries` is a second input of retry requests
+    (`DocumentRetry` events from `kgstream retry-failed`), merged before the document step."""
     flow = Dataflow(flow_id)
     events: Stream[SourceEvent] = op.input("events", flow, source)
+    if retries is not None:
+        events = op.merge("events_and_retries", events, op.input("retries", flow, retries))
     by_doc: KeyedStream[SourceEvent] = op.key_on("key_doc", events, _doc_id)
     documents: Stream[DocumentPending | ChunkTask] = op.key_rm(
         "unkey_doc",
@@ -189,9 +198,13 @@ def _document_step(components: Components) -> DocumentStep:
     ) -> tuple[DocumentState | None, list[DocumentPending | ChunkTask]]:
         if components.observer is not None:
             components.observer.event_received(event)
-        new_state, outcome = update_document(
-            state, event.change, components.tokenizer, components.chunking, components.limits
-        )
+        change = event.change
+        if isinstance(change, DocumentRetry):
+            new_state, outcome = retry_document(state, change)
+        else:
+            new_state, outcome = update_document(
+                state, change, components.tokenizer, components.chunking, components.limits
+            )
         return new_state, document_messages(event, outcome)
 
     return step

@@ -3,6 +3,9 @@ extractor, embedder and stores a configuration means."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.embeddings.cache import CachedEmbedder
 from connectors.embeddings.local import (
@@ -13,13 +16,18 @@ from connectors.embeddings.local import (
 )
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.errors import OutageWait
-from connectors.llm.client import ChatClient, LLMOptions, SqliteResponseCache
+from connectors.llm.client import ChatClient, LLMError, LLMOptions, SqliteResponseCache
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, Stores, open_stores
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.components import Components, ExtractMany, offline_extract_many
-from dataflow.core.contributions import Renderer, Summarizer, SummaryRequest
+from dataflow.core.contributions import (
+    Renderer,
+    Summarizer,
+    SummaryRequest,
+    extractive_summary,
+)
 from dataflow.core.prompts import build_summary_messages
 from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
@@ -28,6 +36,8 @@ from gateway.server import RunningServer, ServerOptions, serve
 from kgstream.metrics import Metrics
 from kgstream.settings import Settings
 from kgstream.telemetry import IndexerMetrics, MeteredEngine, observe_llm
+
+logger = logging.getLogger("kgstream.indexer")
 
 
 def build_chat_client(settings: Settings, metrics: Metrics | None = None) -> ChatClient | None:
@@ -89,12 +99,27 @@ def open_settings_stores(settings: Settings, embedder: Embedder) -> Stores:
     return open_stores(locations, embedding_space_name(embedder), embedder.dimension)
 
 
-def llm_summarizer(client: ChatClient, language: str) -> Summarizer:
+def llm_summarizer(
+    client: ChatClient, language: str, count_tokens: Callable[[str], int]
+) -> Summarizer:
+    """Summaries by the LLM; when a call fails for good, the extractive summary (logged, not
+    cached: the next render of that entity or relation asks the LLM again), so an LLM outage
+    never stops the indexer."""
+
     def summarize(request: SummaryRequest) -> str:
         messages = build_summary_messages(
             request.kind, request.name, request.descriptions, request.max_tokens, language
         )
-        return client.complete(messages, kind="summary").strip()
+        try:
+            return client.complete(messages, kind="summary").strip()
+        except LLMError as error:
+            logger.warning(
+                "summary of %s %r falls back to the extractive one: %s",
+                request.kind,
+                request.name,
+                error,
+            )
+            return extractive_summary(request, count_tokens)
 
     return summarize
 
@@ -118,7 +143,7 @@ def build_components(
     else:
         options = LLMExtractorOptions(settings.prompt_options(), settings.max_gleaning)
         extract_many = LLMExtractor(client, options).extract_many
-        summarize = llm_summarizer(client, settings.language)
+        summarize = llm_summarizer(client, settings.language, tokenizer.count)
         renderer = Renderer(tokenizer.count, settings.render_options(), summarize)
         render_concurrency = settings.llm_max_concurrency
         coalesce_seconds = settings.summary_coalesce_seconds

@@ -25,6 +25,7 @@ from kgstream.commands.inspection import (
     command_rebuild_vectors,
     command_status,
 )
+from kgstream.commands.retrying import command_retry_failed
 from kgstream.commands.serving import command_query, command_serve
 from kgstream.settings import Settings, SettingsError, load_settings
 
@@ -105,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     status = command("status", "documents by status, index version and failures")
     status.add_argument("--json", action="store_true")
 
+    command(
+        "retry-failed",
+        "re-extract the documents whose extraction failed (the indexer running now, or the next)",
+    )
+
     command("rebuild-vectors", "re-embed every chunk, entity and relation (after a model change)")
     command("compact", "rewrite the stores' files so that deleted documents leave no trace")
 
@@ -180,6 +186,7 @@ COMMANDS = {
     "export": command_export,
     "rebuild-vectors": command_rebuild_vectors,
     "compact": command_compact,
+    "retry-failed": command_retry_failed,
     "serve": command_serve,
     "query": command_query,
 }

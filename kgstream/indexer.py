@@ -61,8 +61,12 @@ def run_indexer(
     data_dir: Path,
     options: RunOptions = RunOptions(),
     on_commit: Callable[[CommitBatch], None] | None = None,
+    retries: Source[SourceEvent] | None = None,
 ) -> None:
-    """Run the dataflow until its source ends (one-shot), or until SIGINT/SIGTERM.
+    """Run the dataflow until its sources end (one-shot), or until SIGINT/SIGTERM.
+
+    `retries` is the retry-request input (`connectors/redis/retry_requests.py`), read
+    beside `source`.
 
     The first signal asks the sources to end: what is in flight is committed, the
     dataflow completes as a one-shot run does, and the recovery database holds a final
@@ -77,7 +81,9 @@ def run_indexer(
     )
     if isinstance(source, FixedPartitionedSource):
         source = StoppableSource(source, stop.requested)
-    flow = build_flow(source, components)
+    if isinstance(retries, FixedPartitionedSource):
+        retries = StoppableSource(retries, stop.requested)
+    flow = build_flow(source, components, retries=retries)
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         cli_main(  # type: ignore[no-untyped-call]

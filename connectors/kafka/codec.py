@@ -85,6 +85,7 @@ def decode_message(key: bytes | None, value: bytes | None) -> DecodedEvent | Mal
     return _decode_protobuf(key_id, value)
 
 
+_INT64 = range(-(2**63), 2**63)
 _PLAIN_NAMES = frozenset({"doc_id", "file_path", "event_time_ms"})
 _PROTO3_NAMES = frozenset({"docId", "filePath", "eventTimeMs"})
 _FORMS_HINT = (
@@ -106,7 +107,7 @@ def _decode_protobuf(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent
 def _decode_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
     try:
         data = json.loads(value)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # not UTF-8, not JSON, or a number too long to read
         return MalformedEvent(f"value looks like JSON but does not parse: {error}")
     except RecursionError:
         return MalformedEvent("JSON value is nested too deeply to parse")
@@ -125,18 +126,18 @@ def _decode_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
             "JSON value has content but no doc id field, so its form is ambiguous (text or "
             f"base64?); {_FORMS_HINT}"
         )
-    content = data.get("content", "")
-    if not isinstance(content, str):
-        return MalformedEvent("JSON field 'content' must be a string (UTF-8 text)")
+    for name in ("doc_id", "op", "content", "file_path"):
+        if not isinstance(data.get(name, ""), str):
+            return MalformedEvent(f"JSON field {name!r} must be a string")
     event_time = data.get("event_time_ms", 0)
-    if not isinstance(event_time, int):
-        return MalformedEvent("JSON field 'event_time_ms' must be an integer")
+    if not isinstance(event_time, int) or isinstance(event_time, bool) or event_time not in _INT64:
+        return MalformedEvent("JSON field 'event_time_ms' must be an integer (int64 milliseconds)")
     return _build(
         key_id,
-        str(data.get("doc_id", "")),
-        str(data.get("op", "")).upper(),
-        content.encode("utf-8", "surrogatepass"),
-        str(data.get("file_path", "")),
+        data.get("doc_id", ""),
+        data.get("op", "").upper(),
+        data.get("content", "").encode("utf-8", "surrogatepass"),
+        data.get("file_path", ""),
         event_time,
     )
 
@@ -145,7 +146,7 @@ def _decode_proto3_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEv
     event = DocumentEvent()
     try:
         json_format.Parse(value, event)
-    except json_format.ParseError as error:
+    except (json_format.ParseError, ValueError) as error:
         return MalformedEvent(f"proto3 JSON value does not map onto DocumentEvent: {error}")
     except RecursionError:
         return MalformedEvent("JSON value is nested too deeply to parse")
@@ -156,6 +157,12 @@ def _decode_proto3_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEv
 def _build(
     key_id: str, doc_id: str, op: str, content: bytes, file_path: str, event_time_ms: int
 ) -> DecodedEvent | MalformedEvent:
+    for name, text in (("doc_id", doc_id), ("file_path", file_path)):
+        if not _is_unicode(text):
+            return MalformedEvent(
+                f"{name} holds a lone surrogate (an escape like \\ud800 that is not a "
+                "character); send valid Unicode"
+            )
     if key_id and doc_id and key_id != doc_id:
         return MalformedEvent(f"doc_id {doc_id!r} differs from the message key {key_id!r}")
     doc_id = doc_id or key_id
@@ -169,6 +176,14 @@ def _build(
     if op == "UPSERT":
         return DecodedEvent(DocumentUpsert(doc_id, content, file_path or doc_id), event_time_ms)
     return MalformedEvent(f"op must be UPSERT or DELETE; got {op or 'nothing'!r}")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _too_long(doc_id: str) -> MalformedEvent | None:

@@ -5,9 +5,11 @@ The `openai` client does the wire work with its own retries switched off
 embeddings client uses too) lets cached answers skip the network entirely and lets the
 final error say which endpoint, model and status failed after how many attempts.
 
-Retried: 408, 409, 429, 5xx, timeouts and connection errors (a ``Retry-After`` header
-stretches the backoff delay, capped by ``backoff.cap``). Not retried: other 4xx (bad
-request, auth, unknown model): retrying cannot fix them.
+Retried: 408, 409, 429, 5xx, timeouts, connection errors (a reply cut mid-body is one) and
+unusable replies (no text, or text the caller's `check` rejects, such as an extraction
+reply that is not the extraction format); a ``Retry-After`` header stretches the backoff
+delay, capped by ``backoff.cap``. Not retried: other 4xx (bad request, auth, unknown
+model): retrying cannot fix them. Only usable replies are cached.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Protocol, cast
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
-from connectors.openai_errors import is_transient, openai_retry, without_key
+from connectors.openai_errors import UnusableReplyError, is_transient, openai_retry, without_key
 from connectors.retry import Backoff
 from dataflow.core.prompts import ChatMessage, prompt_fingerprint
 
@@ -196,11 +198,18 @@ class ChatClient:
     def max_concurrency(self) -> int:
         return self.options.max_concurrency
 
-    def complete(self, messages: Messages, kind: str = "other") -> str:
+    def complete(
+        self,
+        messages: Messages,
+        kind: str = "other",
+        check: Callable[[str], str | None] | None = None,
+    ) -> str:
         """Return the model's reply to `messages` (from the cache when it has it).
 
         `kind` (extract, summary, answer, keywords) only labels the call for the
-        observer. Raises `LLMError` when the call fails for good.
+        observer. `check` says why a reply is unusable (None: usable); an unusable
+        reply is retried like a 5xx and never cached. Raises `LLMError` when the call
+        fails for good.
         """
         key = cache_key(messages, self.options.model) if self.cache is not None else ""
         if self.cache is not None:
@@ -209,26 +218,19 @@ class ChatClient:
                 self._observe(kind, True)
                 return cached
         self._observe(kind, False)
-        attempts = 0
 
-        def complete_once() -> ChatCompletion:
-            nonlocal attempts
-            attempts += 1
+        def complete_once() -> str:
             with self._slots:  # held only while a request is on the wire, never while asleep
-                return self._complete_once(messages)
+                completion = self._complete_once(messages)
+            text = _reply_text(completion)
+            if text is None:
+                raise UnusableReplyError(f"no text (choices={len(completion.choices)})")
+            problem = check(text) if check is not None else None
+            if problem is not None:
+                raise UnusableReplyError(problem)
+            return text
 
-        completion = self._retry.call_with_retry(complete_once, self._final_error)
-        reply = _reply_text(completion)
-        if reply is None:
-            raise LLMError(
-                f"LLM call to {self._endpoint} (model {self.options.model!r}) returned no text "
-                f"after {attempts} attempt(s) (choices={len(completion.choices)}); check that "
-                "the model serves chat completions",
-                endpoint=self._endpoint,
-                model=self.options.model,
-                attempts=attempts,
-                status=200,
-            )
+        reply = self._retry.call_with_retry(complete_once, self._final_error)
         if self.cache is not None:
             self.cache.put(key, reply)
         return reply
@@ -241,7 +243,8 @@ class ChatClient:
         """Stream the reply as text deltas (never cached).
 
         Opening the stream is retried like `complete`; once deltas flow, an error
-        raises `LLMError` at once (text already yielded cannot be taken back).
+        raises `LLMError` at once (text already yielded cannot be taken back), and so
+        does a stream that ends without the model's final chunk (a cut connection).
         The stream holds one concurrency slot from opening (retries included) until
         it is exhausted or closed: close it (or leave its ``with`` block) to drop the
         HTTP response early and free the slot.
@@ -300,6 +303,10 @@ class ChatClient:
         elif isinstance(exc, openai.APIConnectionError):
             reason = "connection error"
             hint = "check that the endpoint is running and reachable"
+        elif isinstance(exc, UnusableReplyError):
+            status = 200
+            reason = "unusable reply"
+            hint = "check that the model follows the prompt's format (or serves chat completions)"
         elif isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             reason = f"HTTP {status}"
@@ -342,6 +349,7 @@ class DeltaStream:
         self._release = release
         self._wrap_error = wrap_error
         self._closed = False
+        self._finished = False  # a chunk with a finish_reason arrived
         self._lock = threading.Lock()
 
     def __iter__(self) -> DeltaStream:
@@ -353,10 +361,20 @@ class DeltaStream:
                 chunk = next(self._chunks)
             except StopIteration:
                 self.close()
+                if not self._finished:  # the connection dropped before the last chunk
+                    raise self._wrap_error(
+                        openai.APIConnectionError(
+                            message="the stream ended before the model's final chunk "
+                            "(no finish_reason): the reply is cut",
+                            request=self._chunks.response.request,
+                        )
+                    ) from None
                 raise
             except openai.OpenAIError as exc:
                 self.close()
                 raise self._wrap_error(exc) from exc
+            if chunk.choices and chunk.choices[0].finish_reason is not None:
+                self._finished = True
             if chunk.choices and chunk.choices[0].delta.content:
                 return chunk.choices[0].delta.content
         raise StopIteration

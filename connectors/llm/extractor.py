@@ -8,7 +8,9 @@ re-extracting an unchanged chunk costs no HTTP request at all.
 Failures: a call that fails for good raises `connectors.llm.client.LLMError` out of
 `extract`. `extract_many`, what the dataflow calls, returns that chunk's error message
 in its place instead, so the dataflow marks the document FAILED with the reason and
-carries on with other chunks and documents. A malformed *reply* is not an error:
+carries on with other chunks and documents. A reply that is not the extraction format
+at all (`extraction_reply_problem`: prose, an empty reply) is retried like a 5xx and then
+fails the chunk; a reply in the format with malformed records is not an error:
 `parse_extraction` drops what it cannot read and counts it in `dropped`.
 """
 
@@ -21,8 +23,9 @@ from dataclasses import dataclass, field
 from connectors.llm.client import ChatClient, LLMError
 from dataflow.core.extraction import Extraction, merge_extractions
 from dataflow.core.naming import entity_key, relation_key
-from dataflow.core.parsing import parse_extraction
+from dataflow.core.parsing import extraction_reply_problem, parse_extraction
 from dataflow.core.prompts import (
+    ChatMessage,
     ExtractionPromptOptions,
     build_continue_messages,
     build_extraction_messages,
@@ -61,17 +64,20 @@ class LLMExtractor:
         """
         prompt = self.options.prompt
         messages = build_extraction_messages(chunk_text, prompt)
-        reply = self.client.complete(messages, kind="extract")
+        reply = self._ask(messages)
         result = parse_extraction(reply)
         for _ in range(self.options.max_gleaning):
             messages = build_continue_messages(messages, reply, prompt)
-            reply = self.client.complete(messages, kind="extract")
+            reply = self._ask(messages)
             merged = merge_extractions(result, parse_extraction(reply))
             found_new = _record_keys(merged) != _record_keys(result)
             result = merged
             if not found_new:
                 break
         return result
+
+    def _ask(self, messages: Sequence[ChatMessage]) -> str:
+        return self.client.complete(messages, kind="extract", check=extraction_reply_problem)
 
     def extract_many(self, texts: Sequence[str]) -> list[Extraction | str]:
         """Extract every chunk concurrently (bounded by the client); results in input order.

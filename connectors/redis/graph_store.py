@@ -173,6 +173,9 @@ def _load_list(text: str) -> tuple[str, ...]:
 
 
 DEAD_LETTERS_KEPT = 10_000
+RETRY_REQUESTS_KEPT = 100_000
+"""The retry-request stream is trimmed to about this many entries (an indexer that was
+away longer than that many requests misses the oldest; `kgstream retry-failed` again)."""
 
 
 class KeyLayout:
@@ -222,6 +225,10 @@ class KeyLayout:
     @property
     def dead_letters(self) -> str:
         return f"{self.prefix}dead_letters"
+
+    @property
+    def retry_requests(self) -> str:
+        return f"{self.prefix}retry_requests"
 
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"
@@ -318,6 +325,7 @@ def _document_fields(record: DocumentRecord, updated_at: str) -> HashFields:
         "preview": record.preview,
         "length": str(record.length),
         "reason": record.reason,
+        "failed_chunk_ids": _dump_list(record.failed_chunk_ids),
         "updated_at": updated_at,
     }
 
@@ -332,6 +340,7 @@ def _document_from(fields: dict[str, str]) -> StoredDocument:
         preview=fields["preview"],
         length=int(fields["length"]),
         reason=fields["reason"],
+        failed_chunk_ids=_load_list(fields.get("failed_chunk_ids", "[]")),  # older records: none
     )
     return StoredDocument(
         record=record,
@@ -709,6 +718,34 @@ class GraphStore:
             origin, reason = json.loads(member)
             letters.append((str(origin), str(reason), float(at)))
         return int(total), letters
+
+    def request_retries(self, doc_ids: Iterable[str]) -> int:
+        """Append a retry request per document to the retry-request stream (read by the
+        indexer's retry input, `connectors/redis/retry_requests.py`); returns how many."""
+        pipe = self._client.pipeline(transaction=False)
+        count = 0
+        for doc_id in doc_ids:
+            pipe.xadd(
+                self.keys.retry_requests,
+                {"doc_id": doc_id},
+                maxlen=RETRY_REQUESTS_KEPT,
+                approximate=True,
+            )
+            count += 1
+        pipe.execute()
+        return count
+
+    def retry_requests_after(self, last_id: str, count: int) -> list[tuple[str, str]]:
+        """Up to `count` retry requests after stream id `last_id` ("0" = from the start),
+        as (stream id, doc id), oldest first; never blocks."""
+        start = "-" if last_id == "0" else f"({last_id}"
+        rows = self._client.xrange(self.keys.retry_requests, start, "+", count=count)
+        return [(str(entry), str((fields or {}).get("doc_id", ""))) for entry, fields in rows or ()]
+
+    def last_retry_request_id(self) -> str:
+        """The newest retry request's stream id ("0" when there is none)."""
+        rows = self._client.xrevrange(self.keys.retry_requests, "+", "-", count=1)
+        return str(rows[0][0]) if rows else "0"
 
     def version(self) -> int:
         """The index version: how many batches have been applied to this workspace."""

@@ -179,9 +179,6 @@ class _Progress:
     pending: DocumentPending
     settled: dict[str, ChunkSettled] = field(default_factory=dict)
 
-    def failures(self) -> list[str]:
-        return [s.failure for s in self.settled.values() if s.failure]
-
 
 @dataclass
 class CommitBuffer:
@@ -196,6 +193,14 @@ class CommitBuffer:
     chunk_vectors: dict[str, tuple[Chunk, Vector] | None] = field(default_factory=dict)
     documents: dict[str, DocumentRecord | None] = field(default_factory=dict)
     completed: list[CompletedDocument] = field(default_factory=list)
+    # Documents whose current version has chunks whose extraction failed: chunk id -> reason.
+    # An edit keeps an unchanged chunk without extracting it again, so a failed chunk the
+    # edit kept still fails the new version (until `kgstream retry-failed` re-extracts it).
+    failed_chunks: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # Recovery snapshots taken before `failed_chunks` existed resume with none.
+        self.__dict__.update({"failed_chunks": {}, **state})
 
     def add(self, item: CommitInput) -> None:
         if isinstance(item, DocumentPending):
@@ -280,18 +285,35 @@ class CommitBuffer:
             settled = progress.settled.get(chunk_id)
             if settled is None or self.acks[(pending.ticket, chunk_id)] < settled.deltas:
                 return
-        record = pending.record
-        failures = progress.failures()
-        if record is not None and failures:
-            record = replace(
-                record,
-                status=DocumentStatus.FAILED,
-                reason=f"extraction failed for {len(failures)} chunk(s): {failures[0]}",
-            )
+        record = self._with_failures(pending, progress)
         self.documents[doc_id] = record
         self.completed.append(CompletedDocument(pending.ticket, record, pending.event_time))
         del self.progress[doc_id]
         self._retire(pending.ticket)
+
+    def _with_failures(
+        self, pending: DocumentPending, progress: _Progress
+    ) -> DocumentRecord | None:
+        """The version's record, FAILED when a chunk of it failed extraction: in this
+        version, or in an earlier one that this version kept the chunk from."""
+        record = pending.record
+        doc_id = pending.ticket.doc_id
+        earlier = self.failed_chunks.pop(doc_id, {})
+        if record is None:
+            return None
+        kept = set(record.chunk_ids) - set(pending.awaiting)
+        failed = {chunk_id: reason for chunk_id, reason in earlier.items() if chunk_id in kept}
+        failed.update({s.chunk_id: s.failure for s in progress.settled.values() if s.failure})
+        if not failed:
+            return record
+        self.failed_chunks[doc_id] = failed
+        in_order = tuple(chunk_id for chunk_id in record.chunk_ids if chunk_id in failed)
+        return replace(
+            record,
+            status=DocumentStatus.FAILED,
+            reason=f"extraction failed for {len(in_order)} chunk(s): {failed[in_order[0]]}",
+            failed_chunk_ids=in_order,
+        )
 
     def has_writes(self) -> bool:
         return bool(

@@ -216,3 +216,4 @@ class DocumentRecord:
     preview: str = ""
     length: int = 0
     reason: str = ""
+    failed_chunk_ids: tuple[str, ...] = ()  # FAILED by extraction: the chunks that failed

@@ -23,7 +23,13 @@ from dataflow.core.contributions import (
     RelationRecord,
 )
 from dataflow.core.documents import DocumentChange, DocumentRecord
-from dataflow.core.steps import ChunkAdded, ChunkExtracted, ChunkRemoved, ContributionDelta
+from dataflow.core.steps import (
+    ChunkAdded,
+    ChunkExtracted,
+    ChunkRemoved,
+    ContributionDelta,
+    DocumentRetry,
+)
 
 Vector = tuple[float, ...]
 
@@ -33,11 +39,12 @@ class SourceEvent:
     """One document change as a source received it.
 
     `origin` names the position it came from (``kafka:<topic>/<partition>@<offset>``
-    or ``folder:<relative path>``), for logs and dead letters; `event_time` is
-    when the change happened (Unix seconds), for freshness figures.
+    or ``folder:<relative path>``, ``retry:<stream id>`` for a retry request), for logs and
+    dead letters; `event_time` is when the change happened (Unix seconds), for freshness
+    figures.
     """
 
-    change: DocumentChange
+    change: DocumentChange | DocumentRetry
     origin: str
     event_time: float
 

@@ -12,14 +12,21 @@ import unicodedata
 _QUOTES = "\"'`\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a"
 _WRAPPERS = _QUOTES + "()[]{}<>*_"
 _SPACES = re.compile(r"\s+")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def clean_entity_name(name: str) -> str:
-    """Return the display form of a name: NFKC, no wrapping quotes, single spaces.
+    """Return the display form of a name: NFKC, no invisible characters, no wrapping
+    quotes, single spaces.
 
-    Case is kept, so "OpenAI" still reads as "OpenAI".
+    Case is kept, so "OpenAI" still reads as "OpenAI". Zero-width characters, BOMs and
+    bidi marks are removed and control characters become spaces, so "Zo\u200be" and
+    "Zoe" are one entity and no key can hold `RELATION_ID_SEPARATOR`.
     """
     text = unicodedata.normalize("NFKC", name)
+    if not text.isprintable():  # fast path: most names hold no invisible character
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+        text = _CONTROLS.sub(" ", text)
     text = _SPACES.sub(" ", text).strip()
     previous = None
     while previous != text:

@@ -181,6 +181,25 @@ def parse_extraction(text: str) -> Extraction:
     return collector.to_extraction()
 
 
+def extraction_reply_problem(text: str) -> str | None:
+    """Why `text` is not an extraction reply at all (None when it is one).
+
+    A reply is one when it holds a record (even a malformed one: the model followed the
+    format and `parse_extraction` counts what it drops), a completion marker, or an
+    entities/relations JSON object. Anything else (prose, an apology, an empty or cut
+    reply) is garbage: the extractor retries it and finally fails the chunk, instead of
+    indexing it as "no entities here".
+    """
+    if _COMPLETION_RE.search(text) or _find_json_payload(text) is not None:
+        return None
+    extraction = parse_extraction(text)
+    if extraction.entities or extraction.relations or extraction.dropped.total:
+        return None
+    shown = _WHITESPACE_RE.sub(" ", text).strip()
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return f"the reply is not in the extraction format (no record, no completion marker): {shown!r}"
+
+
 # --- delimited formats -------------------------------------------------------
 
 

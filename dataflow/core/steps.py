@@ -14,7 +14,7 @@ index (dataflow/core/index.py) both drive these same functions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from dataflow.core.chunking import Chunk, ChunkingOptions, Tokenizer, chunk_document, diff_chunks
@@ -134,6 +134,46 @@ def update_document(
     )
     new_state = DocumentState(prepared.content_hash, prepared.file_path, record.chunk_ids)
     return new_state, DocumentOutcome(record=record, chunks=chunks, changes=changes)
+
+
+@dataclass(frozen=True)
+class DocumentRetry:
+    """Extract again the chunks of a document version whose extraction failed
+    (`kgstream retry-failed`).
+
+    The document step keeps no text, so the request carries the version's record and
+    chunks as the stores hold them (`record.failed_chunk_ids` names the chunks to retry).
+    """
+
+    doc_id: str
+    record: DocumentRecord
+    chunks: tuple[Chunk, ...]
+
+
+def retry_document(
+    state: DocumentState | None, retry: DocumentRetry
+) -> tuple[DocumentState | None, DocumentOutcome]:
+    """Re-extract the failed chunks of the document's current version, and nothing else.
+
+    A retry of a version that is no longer current (edited, moved or deleted since: that
+    change decided the document's fate) or that has no failed chunk changes nothing, so a
+    retry request that is read twice is harmless. The record turns PROCESSED again; the
+    commit step marks it FAILED anew if a retried chunk fails again.
+    """
+    record = retry.record
+    nothing = DocumentOutcome(record=None, chunks=(), changes=())
+    current = state is not None and (
+        state.content_hash == record.content_hash
+        and state.file_path == record.file_path
+        and state.chunk_ids == record.chunk_ids
+        and tuple(chunk.chunk_id for chunk in retry.chunks) == record.chunk_ids
+    )
+    failed = set(record.failed_chunk_ids)
+    if not current or not failed:
+        return state, nothing
+    changes = tuple(ChunkAdded(chunk) for chunk in retry.chunks if chunk.chunk_id in failed)
+    processed = replace(record, status=DocumentStatus.PROCESSED, reason="", failed_chunk_ids=())
+    return state, DocumentOutcome(record=processed, chunks=retry.chunks, changes=changes)
 
 
 @dataclass(frozen=True)

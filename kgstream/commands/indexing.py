@@ -27,6 +27,7 @@ def _progress_printer(label: str) -> Any:
 
 def command_index(settings: Settings, args: argparse.Namespace) -> int:
     from connectors.folder.source import FolderSource, FolderSourceOptions
+    from connectors.redis.retry_requests import RetryRequestSource
     from kgstream.assembly import build_components
     from kgstream.indexer import run_indexer
 
@@ -51,6 +52,7 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
                 settings.data_dir,
                 run_options(args),
                 on_commit,
+                retries=RetryRequestSource(components.stores.graph, follow=False),
             )
             bar.close()
             print_status(components.stores.graph, as_json=False)
@@ -60,6 +62,7 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def command_run(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.redis.retry_requests import RetryRequestSource
     from kgstream.assembly import build_chat_client, build_components, build_engine
     from kgstream.indexer import run_indexer
 
@@ -85,7 +88,8 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
                     components.stores.graph,
                     metrics,
                 ).start()
-            run_indexer(components, source, settings.data_dir, run_options(args))
+            retries = RetryRequestSource(components.stores.graph, follow=not args.until_caught_up)
+            run_indexer(components, source, settings.data_dir, run_options(args), retries=retries)
         finally:
             if lag is not None:
                 lag.stop()

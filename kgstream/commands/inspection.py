@@ -87,6 +87,7 @@ def status_data(graph: Any) -> dict[str, Any]:
                 "doc_id": doc_id,
                 "file_path": failed[doc_id].record.file_path,
                 "reason": failed[doc_id].record.reason,
+                "retryable": bool(failed[doc_id].record.failed_chunk_ids),
             }
             for doc_id in failed_ids
             if doc_id in failed
@@ -107,6 +108,8 @@ def print_status(graph: Any, as_json: bool) -> None:
         print(f"consumer lag: {lag}")
     for failure in data["failures"]:
         print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
+    if any(failure["retryable"] for failure in data["failures"]):
+        print("hint: `kgstream retry-failed` extracts the chunks that failed again")
     dead = data["dead_letters"]
     if dead["count"]:
         print(f"dead letters (messages that could not be decoded): {dead['count']}, newest:")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bytewax.dataflow import Dataflow
@@ -13,6 +14,8 @@ from bytewax.testing import TestingSource, cluster_main, run_main
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.index_export import StoredIndex, read_index
+from connectors.llm.client import ChatClient
+from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from connectors.tokenizer import TiktokenTokenizer
@@ -42,6 +45,21 @@ def new_components(redis_url: str, embeddings_url: str, vector_dir: Path) -> Com
         OpenAIEmbeddingOptions(base_url=embeddings_url, model="test-embedding-model", dimension=384)
     )
     return components_with(embedder, redis_url, vector_dir)
+
+
+@contextmanager
+def llm_components(
+    redis_url: str, llm_url: str, vector_dir: Path, client: ChatClient
+) -> Iterator[Components]:
+    """`new_components` extracting through `client` (one pass, no gleaning); the stores are
+    cleared and closed afterwards (the caller closes `client`)."""
+    components = new_components(redis_url, llm_url, vector_dir)
+    components.extract_many = LLMExtractor(client, LLMExtractorOptions(max_gleaning=0)).extract_many
+    try:
+        yield components
+    finally:
+        components.stores.graph.clear()
+        components.stores.vectors.close()
 
 
 def components_with(embedder: Embedder, redis_url: str, vector_dir: Path) -> Components:

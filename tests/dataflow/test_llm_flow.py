@@ -8,12 +8,12 @@ import pytest
 from bytewax.testing import TestingSource, run_main
 
 from connectors.llm.client import ChatClient, LLMOptions
-from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
 from dataflow.core.contributions import Renderer, RenderOptions
 from dataflow.core.documents import DocumentUpsert
 from kgstream.assembly import llm_summarizer
-from tests.dataflow.harness import TOKENIZER, events, new_components, run_flow, stored
+from tests.dataflow import harness
+from tests.dataflow.harness import TOKENIZER, events, run_flow, stored
 from tests.support.llm_server import offline_extraction_reply
 
 
@@ -30,14 +30,14 @@ def document(versions: dict[int, str] | None = None) -> str:
 def llm_components(redis_server, llm_server, tmp_path):
     llm_server.responder = offline_extraction_reply
     # No response cache: the counts below prove the dataflow itself skips unchanged chunks.
-    client = ChatClient(
-        LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.05))
-    )
-    components = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
-    components.extract_many = LLMExtractor(client, LLMExtractorOptions(max_gleaning=0)).extract_many
-    yield components, client
-    components.stores.graph.clear()
-    components.stores.vectors.close()
+    options = LLMOptions(llm_server.base_url, "test-chat-model", backoff=Backoff(0.01, 0.05))
+    with (
+        ChatClient(options) as client,
+        harness.llm_components(
+            redis_server.url, llm_server.base_url, tmp_path / "vectors", client
+        ) as components,
+    ):
+        yield components, client
 
 
 def summary_calls(llm_server) -> Counter:
@@ -70,7 +70,7 @@ def test_a_burst_of_edits_to_one_entity_costs_one_summary(llm_components, llm_se
     components.renderer = Renderer(
         TOKENIZER.count,
         RenderOptions(summarize_over_fragments=2),
-        llm_summarizer(client, "English"),
+        llm_summarizer(client, "English", TOKENIZER.count),
     )
     components.coalesce_seconds = 2.0
     llm_server.responder = lambda body: (
@@ -98,7 +98,9 @@ def test_an_edit_that_needs_no_summary_waits_for_no_coalescing_window(llm_compon
     # The window holds only renders that would call the LLM for a summary: a short document's
     # entities (one description each) commit at once, long before the window ends.
     components, client = llm_components
-    components.renderer = Renderer(TOKENIZER.count, RenderOptions(), llm_summarizer(client, "en"))
+    components.renderer = Renderer(
+        TOKENIZER.count, RenderOptions(), llm_summarizer(client, "en", TOKENIZER.count)
+    )
     components.coalesce_seconds = 30.0
     committed: list[float] = []
     components.on_commit = lambda batch: committed.extend(time.monotonic() for _ in batch.completed)

@@ -26,6 +26,15 @@ a non-streaming answer). Every request is logged and counted (also those answere
 failure), and the server tracks how many requests were in flight at once. `stall_next`
 slows the next requests down (to provoke client timeouts); `hold_next` holds the next
 requests until they are all in flight at once (proving a client sends them concurrently).
+
+Fault sequences: `queue_faults` scripts what the next chat requests meet, one fault each,
+in order, before anything above: `status(429)`, `stall(seconds)` (then the normal answer,
+to a client that may have timed out), `cut()` (half the reply it would give, taken as
+usual from the queued replies or the responder, then the connection drops: mid-body, or
+mid-stream without the final chunk and ``[DONE]``), `garbage(text)` (a 200
+whose text is `text`), or `PASS` (answered normally). `fault_for(request_json)`, when set,
+picks the fault of every other chat request (None: no fault), for faults that follow the
+content rather than the arrival order.
 """
 
 from __future__ import annotations
@@ -74,6 +83,42 @@ class RecordedCall:
     endpoint: str
     body: dict[str, Any]
     headers: dict[str, str]  # names lower-cased
+
+
+@dataclass(frozen=True)
+class ChatFault:
+    """What one chat request meets (see `queue_faults`); build it with the functions below."""
+
+    kind: str  # "status", "stall", "cut", "garbage" or "pass"
+    status: int = 500
+    seconds: float = 0.0
+    text: str = ""
+    retry_after: float | None = None
+
+
+def status(code: int, *, retry_after: float | None = None) -> ChatFault:
+    """Answer with HTTP `code` in the OpenAI error shape."""
+    if code < 400:
+        raise ValueError(f"status faults need a code >= 400; got {code}")
+    return ChatFault("status", status=code, retry_after=retry_after)
+
+
+def stall(seconds: float) -> ChatFault:
+    """Wait `seconds` before answering normally (beyond a client's timeout: it has gone)."""
+    return ChatFault("stall", seconds=seconds)
+
+
+def cut() -> ChatFault:
+    """Send half the reply, then drop the connection."""
+    return ChatFault("cut")
+
+
+def garbage(text: str) -> ChatFault:
+    """Answer 200 with `text` as the reply (not the extraction format)."""
+    return ChatFault("garbage", text=text)
+
+
+PASS = ChatFault("pass")
 
 
 @dataclass
@@ -133,6 +178,8 @@ class OpenAICompatibleServer:
         models: Sequence[str] = ("test-chat-model", "test-embedding-model"),
     ) -> None:
         self.responder: Responder | None = None
+        # Asked for every chat request no queued fault took: a fault for it, or None.
+        self.fault_for: Callable[[dict[str, Any]], ChatFault | None] | None = None
         self.default_reply: Reply = "<|COMPLETE|>"
         self.delay_seconds: float = 0.0
         self.delta_delay_seconds: float = 0.0
@@ -147,6 +194,7 @@ class OpenAICompatibleServer:
         self._replies: deque[Reply] = deque()
         self._failures: list[_Failure] = []
         self._stalls: deque[float] = deque()
+        self._chat_faults: deque[ChatFault] = deque()
         self._hold_count = 0
         self._held = 0
         self._hold_released = True
@@ -242,6 +290,12 @@ class OpenAICompatibleServer:
         with self._lock:
             self._failures.append(_Failure(status, count, payload, retry_after, endpoint))
 
+    def queue_faults(self, *faults: ChatFault) -> None:
+        """Script what the next chat requests meet, one fault each, in order (the module
+        docstring lists them); they come before `fail_next`, `stall_next` and replies."""
+        with self._lock:
+            self._chat_faults.extend(faults)
+
     def stall_next(self, seconds: float, count: int = 1) -> None:
         """Make the next `count` requests wait `seconds` (on top of `delay_seconds`)."""
         with self._lock:
@@ -318,6 +372,7 @@ class OpenAICompatibleServer:
             self._replies.clear()
             self._failures.clear()
             self._stalls.clear()
+            self._chat_faults.clear()
             self._hold_count, self._held, self._hold_released = 0, 0, True
             self._calls.clear()
             self._counts.clear()
@@ -337,6 +392,11 @@ class OpenAICompatibleServer:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
             stall = self._stalls.popleft() if self._stalls else 0.0
+            fault = self._chat_faults.popleft() if endpoint == CHAT and self._chat_faults else PASS
+            if fault is PASS and endpoint == CHAT and self.fault_for is not None:
+                fault = self.fault_for(body) or PASS
+            if fault.kind == "stall":
+                stall += fault.seconds
             if self._held < self._hold_count:
                 self._held += 1
                 if self._in_flight >= self._hold_count:
@@ -347,8 +407,13 @@ class OpenAICompatibleServer:
             delay = self.delay_seconds + stall
             if delay > 0 and self._stopping.wait(delay):
                 return
-            failure = self._take_failure(endpoint)
-            if failure is not None:
+            failure = self._take_failure(endpoint) if fault is PASS else None
+            if fault.kind == "status":
+                retry = (
+                    {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+                )
+                _send_json(handler, fault.status, error_body(fault.status, "scripted fault"), retry)
+            elif failure is not None:
                 headers = (
                     {}
                     if failure.retry_after is None
@@ -358,7 +423,7 @@ class OpenAICompatibleServer:
             elif problem is not None:
                 _send_json(handler, 400, error_body(400, problem))
             elif endpoint == CHAT:
-                self._answer_chat(handler, body)
+                self._answer_chat(handler, body, fault)
             elif endpoint == EMBEDDINGS:
                 self._answer_embeddings(handler, body)
             elif endpoint == MODELS:
@@ -396,7 +461,9 @@ class OpenAICompatibleServer:
             self._sequence += 1
             return f"{prefix}-{self._sequence}"
 
-    def _answer_chat(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    def _answer_chat(
+        self, handler: BaseHTTPRequestHandler, body: dict[str, Any], fault: ChatFault = PASS
+    ) -> None:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not isinstance(body.get("model"), str):
             _send_json(
@@ -406,7 +473,7 @@ class OpenAICompatibleServer:
             )
             return
         try:
-            reply = self._next_reply(body)
+            reply = fault.text if fault.kind == "garbage" else self._next_reply(body)
         except Exception as exc:  # a broken responder must show up in the test, not hang it
             _send_json(handler, 500, error_body(500, f"responder raised {exc!r}"))
             return
@@ -427,12 +494,15 @@ class OpenAICompatibleServer:
         }
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream_chat(handler, base, deltas, usage if include_usage else None)
+            self._stream_chat(
+                handler, base, deltas, usage if include_usage else None, cut=fault.kind == "cut"
+            )
             return
         _send_json(
             handler,
             200,
-            {
+            cut=fault.kind == "cut",
+            payload={
                 **base,
                 "object": "chat.completion",
                 "choices": [
@@ -453,6 +523,8 @@ class OpenAICompatibleServer:
         base: dict[str, Any],
         deltas: Sequence[str],
         usage: dict[str, int] | None,
+        *,
+        cut: bool = False,
     ) -> None:
         def chunk(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
@@ -465,6 +537,8 @@ class OpenAICompatibleServer:
             events.append(
                 {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
             )
+        if cut:  # the connection drops mid-stream: no final chunk, no [DONE]
+            events = events[: max(1, len(events) // 2)]
 
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
@@ -479,6 +553,8 @@ class OpenAICompatibleServer:
                     return
                 handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 handler.wfile.flush()
+            if cut:
+                return
             handler.wfile.write(b"data: [DONE]\n\n")
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -545,7 +621,11 @@ def _send_json(
     status: int,
     payload: Mapping[str, Any],
     headers: Mapping[str, str] | None = None,
+    *,
+    cut: bool = False,
 ) -> None:
+    """Send `payload`; `cut` sends half of it under the full Content-Length and drops the
+    connection."""
     data = json.dumps(payload).encode()
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
@@ -553,8 +633,10 @@ def _send_json(
     for name, value in (headers or {}).items():
         handler.send_header(name, value)
     handler.end_headers()
-    handler.wfile.write(data)
+    handler.wfile.write(data[: len(data) // 2] if cut else data)
     handler.wfile.flush()
+    if cut:
+        handler.close_connection = True
 
 
 def _make_handler(owner: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:

@@ -1,0 +1,68 @@
+"""`kgstream retry-failed`: ask the indexer to extract again what the LLM failed to.
+
+It writes retry requests (`GraphStore.request_retries`) for the FAILED documents whose
+extraction failed (a transient cause: LLM errors, timeouts, garbage replies); the running
+indexer reads them at once, and `kgstream index` or `kgstream run` read them at their next
+start (`connectors/redis/retry_requests.py`). Documents that failed for a reason a retry
+cannot fix (bad encoding, binary, empty, too large, a bad doc id) are listed, not retried:
+their content has to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from dataflow.core.documents import DocumentStatus, failure_kind
+from kgstream.commands.common import open_index_graph
+from kgstream.settings import Settings
+
+if TYPE_CHECKING:
+    from connectors.redis.graph_store import GraphStore
+
+_PAGE = 1000
+_SHOWN = 10
+
+
+def command_retry_failed(settings: Settings, args: argparse.Namespace) -> int:
+    graph, embedded = open_index_graph(settings)
+    try:
+        retried, permanent = failed_documents(graph)
+        graph.request_retries(retried)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    print(
+        f"kgstream: asked the indexer to retry {len(retried)} document(s) whose extraction "
+        "failed (a running indexer retries them now, else the next `kgstream run` or "
+        "`kgstream index` does)"
+    )
+    if permanent:
+        print(
+            f"kgstream: {len(permanent)} document(s) failed for a reason a retry cannot fix; "
+            "fix the file, or send a corrected event:"
+        )
+        for doc_id, reason in permanent[:_SHOWN]:
+            print(f"  {doc_id}: {reason}")
+        if len(permanent) > _SHOWN:
+            print(f"  ... and {len(permanent) - _SHOWN} more (kgstream status --json lists them)")
+    return 0
+
+
+def failed_documents(graph: GraphStore) -> tuple[list[str], list[tuple[str, str]]]:
+    """The FAILED documents: the ids to retry (extraction failures), and the others with
+    their reasons."""
+    retried: list[str] = []
+    permanent: list[tuple[str, str]] = []
+    offset = 0
+    while True:
+        ids, total = graph.documents_by_status(DocumentStatus.FAILED, offset, _PAGE)
+        for doc_id, stored in graph.get_documents(ids).items():
+            record = stored.record
+            if failure_kind(record.reason) == "extraction" and record.failed_chunk_ids:
+                retried.append(doc_id)
+            else:
+                permanent.append((doc_id, record.reason))
+        offset += len(ids)
+        if not ids or offset >= total:
+            return retried, permanent
