@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import posixpath
 from dataclasses import dataclass
 
 PREVIEW_CHARS = 200
@@ -24,11 +23,15 @@ class DocumentStatus(enum.Enum):
 
 @dataclass(frozen=True)
 class DocumentUpsert:
-    """A document's new content. `content` is raw bytes (as read or received) or text."""
+    """A document's new content. `content` is raw bytes (as read or received) or text.
+
+    `size` is the whole document's size in bytes when `content` holds only its start: the
+    folder source does not read a file past the size limit, yet the failure names its size."""
 
     doc_id: str
     content: bytes | str
     file_path: str = ""
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,18 +127,6 @@ def preview_of(text: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "\u2026"
 
 
-def doc_id_for_path(relative_path: str) -> str:
-    """The doc id of a file in a watched folder: its normalised, root-relative POSIX path.
-
-    Raises ValueError for a path that escapes the root or is empty, since such a
-    path can only come from a bug in the caller.
-    """
-    path = posixpath.normpath(relative_path.replace("\\", "/"))
-    if path in ("", ".") or path.startswith("../") or path == ".." or path.startswith("/"):
-        raise ValueError(f"doc id needs a path relative to the watched root; got {relative_path!r}")
-    return path
-
-
 _TEXT_CONTROLS = frozenset("\t\n\r\f\v")
 
 
@@ -162,6 +153,8 @@ def prepare_document(
         return DocumentFailure(doc_id, file_path, problem)
     raw = change.content
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if change.size is not None:
+        size = max(size, change.size)
     if size > limits.max_bytes:
         return DocumentFailure(
             doc_id,

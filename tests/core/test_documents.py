@@ -7,7 +7,6 @@ from dataflow.core.documents import (
     DocumentUpsert,
     PreparedDocument,
     content_hash,
-    doc_id_for_path,
     prepare_document,
 )
 
@@ -70,14 +69,6 @@ def test_document_over_the_size_limit_fails_naming_the_limit():
 def test_size_limit_must_be_positive():
     with pytest.raises(ValueError, match="max_bytes"):
         DocumentLimits(max_bytes=0)
-
-
-def test_doc_id_for_path_is_normalised_posix_relative_path():
-    assert doc_id_for_path("notes/./a.md") == "notes/a.md"
-    assert doc_id_for_path("notes\\sub\\b.md") == "notes/sub/b.md"
-    for bad in ("", ".", "../x", "/etc/passwd"):
-        with pytest.raises(ValueError, match="relative"):
-            doc_id_for_path(bad)
 
 
 @pytest.mark.parametrize("doc_id", ["", "  ", "a\x00b", "p/" * 600])

@@ -335,25 +335,77 @@ def test_rewriting_identical_bytes_emits_nothing(root: Path, start: PartitionFac
     driver.expect_nothing_before(root / "sentinel.md")
 
 
-def test_oversized_file_emits_an_upsert_the_core_fails_with_the_size_reason(
+def test_oversized_file_emits_an_upsert_the_core_fails_naming_the_files_real_size(
     root: Path, start: PartitionFactory
 ) -> None:
     limit = 100
     driver = start(max_document_bytes=limit)
+    (root / "at-limit.md").write_bytes(b"y" * limit)
     (root / "huge.md").write_bytes(b"x" * 5000)
-    driver.pump_until(lambda events: len(events) >= 1)
-    (event,) = driver.events
-    driver.events = []
-    assert isinstance(event.change, DocumentUpsert)
-    assert event.change.doc_id == "huge.md"
-    assert len(event.change.content) == limit + 1
+    driver.pump_until(lambda events: len(events) >= 2)
+    events, driver.events = {e.change.doc_id: e.change for e in driver.events}, []
+    at_limit, huge = events["at-limit.md"], events["huge.md"]
+    assert isinstance(at_limit, DocumentUpsert) and isinstance(huge, DocumentUpsert)
+    assert len(huge.content) == limit + 1  # the file is not read past the limit
 
-    outcome = prepare_document(event.change, DocumentLimits(max_bytes=limit))
+    limits = DocumentLimits(max_bytes=limit)
+    assert not isinstance(prepare_document(at_limit, limits), DocumentFailure)
+    outcome = prepare_document(huge, limits)
     assert isinstance(outcome, DocumentFailure)
-    assert outcome.reason.startswith(f"document is {limit + 1} bytes, over the limit of {limit}")
+    assert outcome.reason.startswith(f"document is 5000 bytes, over the limit of {limit}")
 
     fingerprint = driver.partition.snapshot()["huge.md"]
     assert fingerprint.startswith("oversized:5000:")
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+# --- hostile names and files ----------------------------------------------------------------
+
+
+def test_names_with_non_utf8_bytes_backslashes_and_newlines_are_documents(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"latin-1 name")
+    (root / "back\\slash.md").write_bytes(b"backslash")
+    driver = start()
+    driver.expect(
+        ("upsert", "caf\\xe9.txt", b"latin-1 name"), ("upsert", "back\\slash.md", b"backslash")
+    )
+
+    (root / "line\nbreak.md").write_bytes(b"newline")
+    (root / os.fsdecode(b"na\xefve\\x41.md")).write_bytes(b"both")
+    driver.expect(
+        ("upsert", "line\nbreak.md", b"newline"), ("upsert", "na\\xefve\\x5cx41.md", b"both")
+    )
+    (root / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"edited")
+    driver.expect(("upsert", "caf\\xe9.txt", b"edited"))
+    snapshot = driver.partition.snapshot()
+    driver.partition.close()
+
+    (root / "back\\slash.md").unlink()
+    restarted = start(resume=snapshot)
+    restarted.expect(("delete", "back\\slash.md"))
+    (root / os.fsdecode(b"caf\xe9.txt")).unlink()
+    restarted.expect(("delete", "caf\\xe9.txt"))
+    restarted.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_file_replaced_by_a_folder_is_deleted_at_once_and_back_to_a_file_upserted(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "notes.md").write_bytes(b"a file")
+    driver = start(rescan_seconds=3600.0)  # only the watcher can tell
+    driver.expect(("upsert", "notes.md", b"a file"))
+
+    (root / "notes.md").unlink()
+    (root / "notes.md").mkdir()
+    driver.expect(("delete", "notes.md"))
+    (root / "notes.md" / "inner.md").write_bytes(b"inside the folder")
+    driver.expect(("upsert", "notes.md/inner.md", b"inside the folder"))
+
+    shutil.rmtree(root / "notes.md")
+    (root / "notes.md").write_bytes(b"a file again")
+    driver.expect(("delete", "notes.md/inner.md"), ("upsert", "notes.md", b"a file again"))
     driver.expect_nothing_before(root / "sentinel.md")
 
 
