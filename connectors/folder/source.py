@@ -217,6 +217,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         empty_at_start = bool(self._fingerprints) and self._is_empty_root()
         self._root_identity = None if empty_at_start else _identity(self._root)
         self._holding: str | None = None  # why the source holds, while the root is missing
+        self._next_root_check = 0.0  # while holding, when to look for the root again
         self._watch_and_scan()
 
     def _watch_and_scan(self) -> None:
@@ -237,6 +238,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         now = time.monotonic()
         self._collect_touches()
         if not self._root_is_there():
+            self._next_root_check = now + ROOT_CHECK_SECONDS
             return []
         emitted: list[SourceEvent] = []
         for doc_id in self._quiet_paths(now):
@@ -256,8 +258,9 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         if self._finished:
             return None
         now = time.monotonic()
-        if self._holding is not None:
-            return datetime.now(UTC) + timedelta(seconds=ROOT_CHECK_SECONDS)
+        if self._holding is not None:  # a fixed time: next_awake may be asked again before it
+            wait = max(0.0, self._next_root_check - now)
+            return datetime.now(UTC) + timedelta(seconds=wait)
         if self._jobs:
             return None
         wake = now + self._options.poll_seconds if self._observer is not None else float("inf")
@@ -271,6 +274,11 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
 
     def snapshot(self) -> FolderSnapshot:
         return dict(self._fingerprints)
+
+    @property
+    def holding(self) -> str | None:
+        """Why the source holds (its root is missing), or None while it watches."""
+        return self._holding
 
     def close(self) -> None:
         self._stop_watching()

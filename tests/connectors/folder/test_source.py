@@ -477,6 +477,94 @@ def test_idle_partition_without_a_watcher_sleeps_until_its_next_rescan(
     assert timedelta(seconds=25) < wake - datetime.now(UTC) <= timedelta(seconds=30)
 
 
+# --- the root vanishing ---------------------------------------------------------------------
+
+
+def pump_until_holding(driver: Driver) -> str:
+    driver.pump_until(lambda _: driver.partition.holding is not None)
+    assert driver.events == [], "a holding source emits nothing"
+    return driver.partition.holding or ""
+
+
+@pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+def test_a_root_moved_away_holds_its_documents_and_is_reconciled_when_moved_back(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    for name in ("kept.md", "edited.md", "removed.md"):
+        (root / name).write_bytes(name.encode())
+    reports: list[str | None] = []
+    source = FolderSource(FolderSourceOptions(root=root, rescan_seconds=3600.0), reports.append)
+    driver = Driver(source.build_part("folder_in", "folder", None))
+    try:
+        driver.expect(*(("upsert", n, n.encode()) for n in ("kept.md", "edited.md", "removed.md")))
+
+        away = tmp_path / "moved-away"
+        root.rename(away)
+        assert "missing" in pump_until_holding(driver)
+        (away / "edited.md").write_bytes(b"edited while away")
+        (away / "removed.md").unlink()
+
+        away.rename(root)
+        driver.expect(("upsert", "edited.md", b"edited while away"), ("delete", "removed.md"))
+        assert driver.partition.holding is None
+        driver.expect_nothing_before(root / "sentinel.md")
+        assert reports == [f"watched folder {str(root)!r} is missing", None]
+    finally:
+        driver.partition.close()
+
+
+def test_a_root_recreated_by_a_tool_deletes_only_what_the_new_root_lacks(
+    root: Path, start: PartitionFactory
+) -> None:
+    for name in ("same.md", "changed.md", "dropped.md"):
+        (root / name).write_bytes(name.encode())
+    driver = start(rescan_seconds=3600.0)
+    driver.expect(*(("upsert", n, n.encode()) for n in ("same.md", "changed.md", "dropped.md")))
+
+    shutil.rmtree(root)
+    pump_until_holding(driver)
+    staging = root.parent / "staging"
+    staging.mkdir()
+    (staging / "same.md").write_bytes(b"same.md")
+    (staging / "changed.md").write_bytes(b"new content")
+    (staging / "added.md").write_bytes(b"added")
+    staging.rename(root)
+    driver.expect(
+        ("upsert", "changed.md", b"new content"),
+        ("upsert", "added.md", b"added"),
+        ("delete", "dropped.md"),
+    )
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_root_replaced_by_an_empty_folder_holds_like_an_unmounted_share(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"alpha")
+    (root / "b.md").write_bytes(b"beta")
+    driver = start(rescan_seconds=3600.0)
+    driver.expect(("upsert", "a.md", b"alpha"), ("upsert", "b.md", b"beta"))
+
+    root.rename(tmp_path / "share-contents")
+    root.mkdir()  # the mount point left behind
+    driver.pump_until(lambda _: "empty" in (driver.partition.holding or ""))
+    assert driver.events == []
+
+    (root / "b.md").write_bytes(b"beta")  # remounted, or refilled: one file is back
+    driver.expect(("delete", "a.md"))
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_an_empty_root_at_start_does_not_empty_the_index_of_a_one_shot_run(
+    root: Path, start: PartitionFactory
+) -> None:
+    snapshot = {"a.md": sha256_of(b"alpha"), "b.md": sha256_of(b"beta")}
+    driver = start(resume=snapshot, stop_after_scan=True)
+    assert driver.run_to_end() == []
+    assert "empty" in (driver.partition.holding or "")
+    assert driver.partition.snapshot() == snapshot
+
+
 # --- options and construction ---------------------------------------------------------------
 
 
