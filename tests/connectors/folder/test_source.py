@@ -477,6 +477,89 @@ def test_idle_partition_without_a_watcher_sleeps_until_its_next_rescan(
     assert timedelta(seconds=25) < wake - datetime.now(UTC) <= timedelta(seconds=30)
 
 
+def test_symlink_loops_and_links_out_of_the_root_are_never_read(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "self-loop.md").symlink_to(root / "self-loop.md")
+    (root / "ping.md").symlink_to(root / "pong.md")
+    (root / "pong.md").symlink_to(root / "ping.md")
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to(root)  # a folder loop: never entered
+    (root / "sub" / "a.md").write_bytes(b"alpha")
+    secret = tmp_path / "secret.md"
+    secret.write_bytes(b"outside the root")
+    (root / "secret-link.md").symlink_to(secret)
+    (root / "sub" / "climb.md").symlink_to(Path("..") / ".." / "secret.md")
+    driver = start()
+    driver.expect(("upsert", "sub/a.md", b"alpha"))
+
+    secret.write_bytes(b"edited outside the root")  # reaches the root only through links
+    (root / "late-link.md").symlink_to(secret)
+    (root / "late-loop.md").symlink_to(root / "late-loop.md")
+    driver.expect_nothing_before(root / "sentinel.md")
+    assert all(
+        not k.startswith(("secret", "sub/climb", "sub/up")) for k in driver.partition.snapshot()
+    )
+
+
+def test_hard_links_are_one_document_per_name_and_the_rescan_brings_the_other_names(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "first.md").write_bytes(b"shared text")
+    os.link(root / "first.md", root / "second.md")
+    driver = start(rescan_seconds=0.5)
+    driver.expect(("upsert", "first.md", b"shared text"), ("upsert", "second.md", b"shared text"))
+
+    with (root / "first.md").open("r+b") as through_first:  # in place, as `>>` or an editor does
+        through_first.write(b"edited text")
+    driver.expect(("upsert", "first.md", b"edited text"), ("upsert", "second.md", b"edited text"))
+    assert driver.partition.snapshot() == {
+        "first.md": sha256_of(b"edited text"),
+        "second.md": sha256_of(b"edited text"),
+    }
+
+
+def test_a_thousand_files_written_at_once_are_each_emitted_once(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start(rescan_seconds=3600.0)
+    driver.expect_nothing_before(root / "sentinel.md")
+    for number in range(1000):
+        folder = root / f"batch-{number % 10}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"doc-{number:04}.md").write_bytes(f"document {number}".encode())
+    driver.expect(
+        *(
+            ("upsert", f"batch-{n % 10}/doc-{n:04}.md", f"document {n}".encode())
+            for n in range(1000)
+        )
+    )
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_hundred_saves_in_ten_seconds_end_with_the_last_content_and_nothing_stale(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start(rescan_seconds=3600.0)
+    path = root / "busy.md"
+    for version in range(100):
+        temporary = root / ".busy.md.tmp"  # alternate plain writes and atomic saves
+        target = temporary if version % 2 else path
+        target.write_bytes(f"version {version}".encode())
+        if version % 2:
+            os.replace(temporary, path)
+        driver.events.extend(driver.partition.next_batch())
+        time.sleep(0.1)  # the pace of the saves, not a wait for the source
+    driver.pump_until(lambda events: bool(events) and events[-1].change.content == b"version 99")
+    upserts = [e.change for e in driver.events]
+    assert all(isinstance(c, DocumentUpsert) and c.doc_id == "busy.md" for c in upserts)
+    versions = [int(c.content.split()[1]) for c in upserts if isinstance(c, DocumentUpsert)]
+    assert versions == sorted(versions) and versions[-1] == 99  # never an older one after a newer
+    driver.events = []
+    driver.expect_nothing_before(root / "sentinel.md")
+    assert driver.partition.snapshot()["busy.md"] == sha256_of(b"version 99")
+
+
 # --- the root vanishing ---------------------------------------------------------------------
 
 
