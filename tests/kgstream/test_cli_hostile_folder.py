@@ -4,14 +4,20 @@ from-scratch build of the folder (tests/kgstream/test_cli_watch.py's oracle)."""
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from connectors.folder.scan import iter_document_paths, read_document
 from connectors.redis.graph_store import GraphStore
+from dataflow.core.contributions import Renderer
+from dataflow.core.documents import DocumentLimits, DocumentStatus
+from dataflow.core.index import ReferenceIndex
+from dataflow.core.offline.extractor import extract_offline
 from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
-from tests.kgstream.test_cli_watch import fresh_build, stored_graph
+from tests.kgstream.test_cli_watch import TOKENIZER, fresh_build, stored_graph
 from tests.kgstream.test_store_outages import Run, metric, stored
 from tests.support.redis import RedisTestServer
 
@@ -122,6 +128,107 @@ def test_a_vanished_root_keeps_the_index_is_reported_and_is_reconciled_when_back
         assert source_hold(redis_server) is None
         assert len(run.said("is missing")) == 1, run.lines  # one warning, not one per look
         assert len(run.said("is back: rescanning it")) == 1, run.lines
+    finally:
+        output = run.stop()
+    assert run.process.returncode == 0 and "Traceback" not in output, output
+
+
+LIMIT = 2000  # KGSTREAM_MAX_DOCUMENT_BYTES for the content tests
+
+
+def limited_build(folder: Path) -> object:
+    index = ReferenceIndex(TOKENIZER, extract_offline, limits=DocumentLimits(max_bytes=LIMIT))
+    index.apply_all(read_document(folder, path) for path in iter_document_paths(folder))
+    return index.snapshot(Renderer(TOKENIZER.count))
+
+
+def test_bad_files_fail_alone_with_their_reason_and_the_folder_goes_on(env, tmp_path, redis_server):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    files = {
+        "good.md": b"Alice Moreau founded Northwind Labs in Lisbon.",
+        "binary.bin": bytes(range(256)) * 3,
+        "latin1.txt": "Caf\xe9 Lumi\xe8re hired Bob Tanaka.".encode("latin-1"),
+        "empty.md": b"",
+        "at-limit.md": ("Carla Diaz leads the Atlas Project. " * 100).encode()[:LIMIT],
+        "over-limit.md": b"Dora Lind " * 300,
+        "utf16.txt": "Zoë Quist met Erik Berg in Oslo.".encode("utf-16"),
+    }
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    run = Run({**env, "KGSTREAM_MAX_DOCUMENT_BYTES": str(LIMIT)}, folder, data, redis_server)
+    try:
+        wait_until(lambda: stored(redis_server) == limited_build(folder), 60, "the first index")
+        documents = stored(redis_server).documents
+        reasons = {d: r.reason for d, r in documents.items() if r.status is DocumentStatus.FAILED}
+        assert set(reasons) == {"binary.bin", "latin1.txt", "empty.md", "over-limit.md"}
+        assert reasons["binary.bin"] == "content is binary, not text"
+        assert reasons["latin1.txt"].startswith("content is not valid UTF-8 (byte 3:")
+        assert reasons["empty.md"] == "document is empty or whitespace only"
+        assert reasons["over-limit.md"].startswith(
+            f"document is 3000 bytes, over the limit of {LIMIT}"
+        )
+        assert "zoë quist" in stored(redis_server).entities  # UTF-16 with its byte-order mark
+
+        (folder / "latin1.txt").write_text("Café Lumière hired Bob Tanaka.")  # fixed: UTF-8
+        (folder / "more-binary.dat").write_bytes(b"\x00\x01\x02\x03" * 100)
+        (folder / "later.md").write_text("Erik Berg joined Helios Corp.")
+        wait_until(lambda: stored(redis_server) == limited_build(folder), 60, "the live changes")
+        assert run.process.poll() is None, run.lines
+    finally:
+        output = run.stop()
+    assert run.process.returncode == 0 and "Traceback" not in output, output
+
+
+def test_a_hundred_saves_in_ten_seconds_leave_the_last_content_and_nothing_stale(
+    env, tmp_path, redis_server
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "busy.md").write_text("Version 0 names Person Zero.")
+    run = Run(env, folder, data, redis_server)
+    names = ["Alice Moreau", "Bob Tanaka", "Carla Diaz", "Dora Lind", "Erik Berg"]
+    try:
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the first index")
+        for version in range(1, 101):
+            text = f"Version {version}: {names[version % 5]} met {names[(version + 1) % 5]}."
+            temporary = folder / ".busy.md.tmp"
+            temporary.write_text(text)
+            os.replace(temporary, folder / "busy.md")  # an editor's atomic save
+            time.sleep(0.1)  # the pace of the saves, not a wait for the indexer
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the last save")
+        (record,) = stored(redis_server).documents.values()
+        assert record.preview.startswith("Version 100:")
+    finally:
+        output = run.stop()
+    assert run.process.returncode == 0 and "Traceback" not in output, output
+
+
+def test_edits_made_while_the_first_scan_is_being_indexed_are_all_applied(
+    env, tmp_path, redis_server
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    total = 300
+    for number in range(total):
+        (folder / f"doc-{number:03}.md").write_text(
+            f"Report {number}: Person{number} Moreau works with Helios Corp in City{number}."
+        )
+    run = Run(env, folder, data, redis_server)
+    try:
+
+        def processed() -> int:
+            with GraphStore.from_url(redis_server.url) as graph:
+                return graph.status_counts().get(DocumentStatus.PROCESSED, 0)
+
+        wait_until(lambda: processed() > 0, 60, "the first documents")
+        (folder / "doc-000.md").write_text("Report 0, edited: Alice Moreau moved to Porto.")
+        (folder / "doc-150.md").unlink()
+        (folder / f"doc-{total - 1:03}.md").write_text("The last report, edited before its turn.")
+        (folder / "new.md").write_text("Bob Tanaka joined while the first scan ran.")
+        during = processed()
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 120, "the edited index")
+        assert during < total, f"the edits came after indexing ended ({during} processed)"
     finally:
         output = run.stop()
     assert run.process.returncode == 0 and "Traceback" not in output, output
