@@ -32,6 +32,7 @@ import hashlib
 import logging
 import os
 import queue
+import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -51,7 +52,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from connectors.folder.paths import doc_id_for_path, path_for_doc_id
+from connectors.folder.paths import doc_id_for_path, path_for_doc_id, relative_path_problem
 from connectors.folder.scan import has_hidden_part, is_document_path, iter_document_paths_under
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.messages import SourceEvent
@@ -159,8 +160,8 @@ class _TouchCollector(FileSystemEventHandler):
         if not path.startswith(self._root + os.sep):
             return
         relative = Path(path[len(self._root) + 1 :]).as_posix()
-        if has_hidden_part(relative):
-            return  # nothing hidden is ever in the snapshot, so nothing to resolve
+        if has_hidden_part(relative) or relative_path_problem(relative) is not None:
+            return  # nothing hidden (or outside the root) is ever in the snapshot
         self._touches.put(_Touch(doc_id_for_path(relative), is_directory, now))
 
 
@@ -182,7 +183,7 @@ def _identity(path: Path) -> tuple[int, int] | None:
         status = path.stat()
     except OSError:
         return None
-    if not os.path.isdir(path):
+    if not stat.S_ISDIR(status.st_mode):
         return None
     return (status.st_dev, status.st_ino)
 
