@@ -3,9 +3,9 @@ names, the watched root vanishing and coming back. After each step the stores eq
 from-scratch build of the folder (tests/kgstream/test_cli_watch.py's oracle)."""
 
 import os
-import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.offline.extractor import extract_offline
 from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
-from tests.kgstream.test_cli_watch import TOKENIZER, fresh_build, stored_graph
+from tests.kgstream.test_cli_watch import TOKENIZER, fresh_build
 from tests.kgstream.test_store_outages import Run, metric, stored
 from tests.support.redis import RedisTestServer
 
@@ -38,6 +38,19 @@ def redis_server() -> Iterator[RedisTestServer]:
     server = RedisTestServer().start()
     yield server
     server.stop()
+
+
+@contextmanager
+def watching(
+    env: dict[str, str], folder: Path, data: Path, server: RedisTestServer
+) -> Iterator[Run]:
+    """`kgstream run --watch` for the body of a with-block; it must then stop cleanly."""
+    run = Run(env, folder, data, server)
+    try:
+        yield run
+    finally:
+        output = run.stop()
+    assert run.process.returncode == 0 and "Traceback" not in output, output
 
 
 def write_hostile_folder(folder: Path) -> None:
@@ -64,31 +77,22 @@ def test_index_indexes_names_with_non_utf8_bytes_backslashes_and_newlines(
     assert "PROCESSED 4, FAILED 0" in output and "Traceback" not in output, output
 
 
-def test_watching_names_with_non_utf8_bytes_survives_edits_deletes_and_restarts(env, tmp_path):
+def test_watching_names_with_non_utf8_bytes_survives_edits_deletes_and_restarts(
+    env, tmp_path, redis_server
+):
     folder, data = tmp_path / "docs", tmp_path / "data"
     write_hostile_folder(folder)
-    arguments = ["run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0"]
 
-    running = kgstream(*arguments, env=env)
-    try:
-        wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, "the first index")
+    with watching(env, folder, data, redis_server):
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the first index")
         (folder / os.fsdecode(b"caf\xe9.txt")).write_text("Zoe Quist sold the cafe to Helios.")
         (folder / "back\\slash.md").unlink()
         (folder / os.fsdecode(b"na\xefve.md")).write_text("Dora Lind joined Helios Corp.")
-        wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, "the edits")
-    finally:
-        running.send_signal(signal.SIGTERM)
-        output, _ = running.communicate(timeout=60)
-    assert running.returncode == 0 and "Traceback" not in output, output
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the edits")
 
     (folder / os.fsdecode(b"caf\xe9.txt")).unlink()
-    running = kgstream(*arguments, env=env)  # the start-up scan meets the same names again
-    try:
-        wait_until(lambda: stored_graph(data) == fresh_build(folder), 60, "the resumed index")
-    finally:
-        running.send_signal(signal.SIGTERM)
-        output, _ = running.communicate(timeout=60)
-    assert running.returncode == 0 and "Traceback" not in output, output
+    with watching(env, folder, data, redis_server):  # the start-up scan meets the names again
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the resumed index")
 
 
 def source_hold(server: RedisTestServer) -> str | None:
@@ -105,8 +109,7 @@ def test_a_vanished_root_keeps_the_index_is_reported_and_is_reconciled_when_back
     (folder / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
     (folder / "bob.md").write_text("Bob Tanaka joined Helios Corp in Geneva.")
     (folder / "carla.md").write_text("Carla Diaz leads the Atlas Project in Porto.")
-    run = Run(env, folder, data, redis_server)
-    try:
+    with watching(env, folder, data, redis_server) as run:
         wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the first index")
         before = stored(redis_server)
 
@@ -128,9 +131,6 @@ def test_a_vanished_root_keeps_the_index_is_reported_and_is_reconciled_when_back
         assert source_hold(redis_server) is None
         assert len(run.said("is missing")) == 1, run.lines  # one warning, not one per look
         assert len(run.said("is back: rescanning it")) == 1, run.lines
-    finally:
-        output = run.stop()
-    assert run.process.returncode == 0 and "Traceback" not in output, output
 
 
 LIMIT = 2000  # KGSTREAM_MAX_DOCUMENT_BYTES for the content tests
@@ -156,8 +156,9 @@ def test_bad_files_fail_alone_with_their_reason_and_the_folder_goes_on(env, tmp_
     }
     for name, content in files.items():
         (folder / name).write_bytes(content)
-    run = Run({**env, "KGSTREAM_MAX_DOCUMENT_BYTES": str(LIMIT)}, folder, data, redis_server)
-    try:
+    with watching(
+        {**env, "KGSTREAM_MAX_DOCUMENT_BYTES": str(LIMIT)}, folder, data, redis_server
+    ) as run:
         wait_until(lambda: stored(redis_server) == limited_build(folder), 60, "the first index")
         documents = stored(redis_server).documents
         reasons = {d: r.reason for d, r in documents.items() if r.status is DocumentStatus.FAILED}
@@ -175,9 +176,6 @@ def test_bad_files_fail_alone_with_their_reason_and_the_folder_goes_on(env, tmp_
         (folder / "later.md").write_text("Erik Berg joined Helios Corp.")
         wait_until(lambda: stored(redis_server) == limited_build(folder), 60, "the live changes")
         assert run.process.poll() is None, run.lines
-    finally:
-        output = run.stop()
-    assert run.process.returncode == 0 and "Traceback" not in output, output
 
 
 def test_a_hundred_saves_in_ten_seconds_leave_the_last_content_and_nothing_stale(
@@ -186,9 +184,8 @@ def test_a_hundred_saves_in_ten_seconds_leave_the_last_content_and_nothing_stale
     folder, data = tmp_path / "docs", tmp_path / "data"
     folder.mkdir()
     (folder / "busy.md").write_text("Version 0 names Person Zero.")
-    run = Run(env, folder, data, redis_server)
     names = ["Alice Moreau", "Bob Tanaka", "Carla Diaz", "Dora Lind", "Erik Berg"]
-    try:
+    with watching(env, folder, data, redis_server):
         wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the first index")
         for version in range(1, 101):
             text = f"Version {version}: {names[version % 5]} met {names[(version + 1) % 5]}."
@@ -199,9 +196,6 @@ def test_a_hundred_saves_in_ten_seconds_leave_the_last_content_and_nothing_stale
         wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the last save")
         (record,) = stored(redis_server).documents.values()
         assert record.preview.startswith("Version 100:")
-    finally:
-        output = run.stop()
-    assert run.process.returncode == 0 and "Traceback" not in output, output
 
 
 def test_edits_made_while_the_first_scan_is_being_indexed_are_all_applied(
@@ -214,8 +208,7 @@ def test_edits_made_while_the_first_scan_is_being_indexed_are_all_applied(
         (folder / f"doc-{number:03}.md").write_text(
             f"Report {number}: Person{number} Moreau works with Helios Corp in City{number}."
         )
-    run = Run(env, folder, data, redis_server)
-    try:
+    with watching(env, folder, data, redis_server):
 
         def processed() -> int:
             with GraphStore.from_url(redis_server.url) as graph:
@@ -229,6 +222,3 @@ def test_edits_made_while_the_first_scan_is_being_indexed_are_all_applied(
         during = processed()
         wait_until(lambda: stored(redis_server) == fresh_build(folder), 120, "the edited index")
         assert during < total, f"the edits came after indexing ended ({during} processed)"
-    finally:
-        output = run.stop()
-    assert run.process.returncode == 0 and "Traceback" not in output, output
