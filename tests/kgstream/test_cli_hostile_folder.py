@@ -2,7 +2,9 @@
 names, the watched root vanishing and coming back. After each step the stores equal a
 from-scratch build of the folder (tests/kgstream/test_cli_watch.py's oracle)."""
 
+import json
 import os
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,9 +18,10 @@ from dataflow.core.contributions import Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.offline.extractor import extract_offline
+from kgstream.cli import main
 from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
 from tests.kgstream.test_cli_watch import TOKENIZER, fresh_build
-from tests.kgstream.test_store_outages import Run, metric, stored
+from tests.kgstream.test_store_outages import Run, free_port, metric, stored
 from tests.support.redis import RedisTestServer
 
 HOSTILE_NAMES = {
@@ -222,3 +225,29 @@ def test_edits_made_while_the_first_scan_is_being_indexed_are_all_applied(
         during = processed()
         wait_until(lambda: stored(redis_server) == fresh_build(folder), 120, "the edited index")
         assert during < total, f"the edits came after indexing ended ({during} processed)"
+
+
+def test_the_gateway_serves_documents_whose_names_were_not_utf8(env, tmp_path, capsys):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write_hostile_folder(folder)
+    address = f"127.0.0.1:{free_port()}"
+    running = kgstream(
+        "run", "--watch", str(folder), "--data", str(data), "--grpc", address, env=env
+    )
+
+    def ask() -> dict:
+        capsys.readouterr()
+        question = ["query", "Who is Zoë Quist?", "--grpc", address, "--mode", "local"]
+        if main([*question, "--context-only", "--json"]) != 0:
+            return {"entities": [], "chunks": []}  # the gateway is not up yet
+        return json.loads(capsys.readouterr().out)
+
+    try:
+        wait_until(lambda: "zoë quist" in {e["key"] for e in ask()["entities"]}, 60, "indexing")
+        result = ask()
+        assert "caf\\xe9.txt" in {c["doc_id"] for c in result["chunks"]}
+        assert "caf\\xe9.txt" in {r["file_path"] for r in result["references"]}
+    finally:
+        running.send_signal(signal.SIGTERM)
+        output, _ = running.communicate(timeout=60)
+    assert running.returncode == 0 and "Traceback" not in output, output
