@@ -251,3 +251,24 @@ def test_the_gateway_serves_documents_whose_names_were_not_utf8(env, tmp_path, c
         running.send_signal(signal.SIGTERM)
         output, _ = running.communicate(timeout=60)
     assert running.returncode == 0 and "Traceback" not in output, output
+
+
+def test_a_file_replaced_by_a_folder_is_retracted_before_any_rescan_and_back_again(
+    env, tmp_path, redis_server
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "notes.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    (folder / "other.md").write_text("Bob Tanaka joined Helios Corp in Geneva.")
+    with watching(env, folder, data, redis_server):  # rescans every 30 s: this is the watcher
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 60, "the first index")
+        (folder / "notes.md").unlink()
+        (folder / "notes.md").mkdir()
+        (folder / "notes.md" / "inside.md").write_text("Carla Diaz leads the Atlas Project.")
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 10, "the folder")
+        assert "alice moreau" not in stored(redis_server).entities
+        (folder / "notes.md" / "inside.md").unlink()
+        (folder / "notes.md").rmdir()
+        (folder / "notes.md").write_text("Alice Moreau moved Northwind Labs to Porto.")
+        wait_until(lambda: stored(redis_server) == fresh_build(folder), 10, "the file again")
+        assert set(stored(redis_server).documents) == {"notes.md", "other.md"}
