@@ -638,6 +638,24 @@ def test_a_root_replaced_by_an_empty_folder_holds_like_an_unmounted_share(
     driver.expect_nothing_before(root / "sentinel.md")
 
 
+def test_without_a_watcher_a_vanished_root_holds_through_its_rescans(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"alpha")
+    (root / "b.md").write_bytes(b"beta")
+    driver = start(watch=False, rescan_seconds=0.1)  # a network mount: rescans only
+    driver.expect(("upsert", "a.md", b"alpha"), ("upsert", "b.md", b"beta"))
+
+    root.rename(tmp_path / "unmounted")
+    pump_until_holding(driver)
+    wake = driver.partition.next_awake()
+    assert wake is not None and wake - datetime.now(UTC) <= timedelta(seconds=0.5)
+    (tmp_path / "unmounted" / "b.md").unlink()
+    (tmp_path / "unmounted").rename(root)
+    driver.expect(("delete", "b.md"))
+    assert driver.partition.holding is None
+
+
 def test_an_empty_root_at_start_does_not_empty_the_index_of_a_one_shot_run(
     root: Path, start: PartitionFactory
 ) -> None:
