@@ -166,3 +166,18 @@ class ConsumerLagReporter:
                 consumer = None
         if consumer is not None:
             consumer.close()
+
+
+def record_source_hold(graph: GraphStore, metrics: Metrics | None) -> Any:
+    """The folder source's `on_hold` hook: the `source_holding` gauge, and the reason kept in
+    Redis for `kgstream status`. A Redis outage loses the record, never the stream."""
+
+    def on_hold(reason: str | None) -> None:
+        if metrics is not None:
+            metrics.source_holding.set(0 if reason is None else 1)
+        try:
+            graph.set_source_hold(reason)
+        except Exception as error:  # the hold is logged by the source already
+            _LOGGER.warning("source hold not recorded for status: %s", error)
+
+    return on_hold

@@ -230,6 +230,10 @@ class KeyLayout:
     def retry_requests(self) -> str:
         return f"{self.prefix}retry_requests"
 
+    @property
+    def source_hold(self) -> str:
+        return f"{self.prefix}source_hold"
+
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"
 
@@ -693,6 +697,18 @@ class GraphStore:
     def consumer_lag(self) -> dict[int, int]:
         raw = self._client.hgetall(self.keys.consumer_lag)
         return {int(partition): int(lag) for partition, lag in sorted(raw.items())}
+
+    def set_source_hold(self, reason: str | None) -> None:
+        """Record why the indexer's source holds (its watched folder is missing), or that it
+        does not (None), for `kgstream status`."""
+        if reason is None:
+            self._client.delete(self.keys.source_hold)
+        else:
+            self._client.set(self.keys.source_hold, reason)
+
+    def source_hold(self) -> str | None:
+        reason = self._client.get(self.keys.source_hold)
+        return None if reason is None else str(reason)
 
     def record_dead_letter(self, origin: str, reason: str, at: float) -> None:
         """Remember a message the indexer could not decode (for `kgstream status`).

@@ -76,6 +76,7 @@ def status_data(graph: Any) -> dict[str, Any]:
         "index_version": graph.version(),
         "records": graph.record_counts(),
         "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
+        "source_hold": graph.source_hold(),
         "dead_letters": {
             "count": dead_count,
             "newest": [
@@ -106,6 +107,8 @@ def print_status(graph: Any, as_json: bool) -> None:
     if data["consumer_lag"]:
         lag = ", ".join(f"partition {p}: {n}" for p, n in data["consumer_lag"].items())
         print(f"consumer lag: {lag}")
+    if data["source_hold"]:
+        print(f"source holding: {data['source_hold']}; its documents are kept until it is back")
     for failure in data["failures"]:
         print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
     if any(failure["retryable"] for failure in data["failures"]):
