@@ -90,7 +90,7 @@ def test_index_again_applies_edits_additions_and_deletions_incrementally(tmp_pat
 
 def test_status_reports_failures_with_their_reason(tmp_path, capsys):
     folder, data = tmp_path / "docs", tmp_path / "data"
-    write(folder, {"ok.md": DOCS["team/bob.md"], "broken.md": b"\xff\xfe not utf-8"})
+    write(folder, {"ok.md": DOCS["team/bob.md"], "broken.md": b"caf\xe9 not utf-8"})
     index(folder, data)
     report = status(data, capsys)
     assert report["documents"] == {"PENDING": 0, "PROCESSING": 0, "PROCESSED": 1, "FAILED": 1}
