@@ -11,7 +11,8 @@ and the user re-sends nothing.
 
 The partition's resume position is the last stream id it read (in Bytewax recovery, as a
 Kafka offset is), so a request is acted on once; a request read again after a crash is
-harmless (the record it finds is PROCESSED by then, or the retry is a no-op).
+harmless (the record it finds is PROCESSED by then, or the retry is a no-op). While Redis
+is unreachable it reads nothing and tries again later: the store sink reports the outage.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.messages import SourceEvent
@@ -59,12 +61,22 @@ class RetryRequestPartition(StatefulSourcePartition[SourceEvent, str]):
     ) -> None:
         self.graph = graph
         self.last_id = last_id
+        self.follow = follow
         self.clock = clock
-        # Not following: end after the newest request that exists now.
-        self.end_id = None if follow else graph.last_retry_request_id()
+        self.end_id: str | None = None  # not following: the newest request at the first read
         self._awake: datetime | None = None
 
     def next_batch(self) -> list[SourceEvent]:
+        try:
+            with store_outages(self.graph.workspace):
+                return self._read()
+        except StoreUnavailable:
+            self._awake = datetime.now(UTC) + _POLL
+            return []
+
+    def _read(self) -> list[SourceEvent]:
+        if not self.follow and self.end_id is None:
+            self.end_id = self.graph.last_retry_request_id()
         if self.end_id is not None and _stream_id_key(self.last_id) >= _stream_id_key(self.end_id):
             raise StopIteration()
         requests = self.graph.retry_requests_after(self.last_id, _BATCH)
