@@ -17,11 +17,12 @@ def graph(redis_server):
 
 
 def test_a_one_shot_partition_reads_the_requests_there_at_its_first_read_then_ends(graph):
-    graph.request_retries(["a.md", "b.md"])
+    graph.request_retry(1.0)
+    graph.request_retry(2.0)
     part = RetryRequestSource(graph, follow=False).build_part("retries", "retry-requests", None)
 
-    assert part.next_batch() == []  # neither is a FAILED document: skipped, but read
-    graph.request_retries(["c.md"])  # after the first read: for the next run
+    assert part.next_batch() == []  # no FAILED document to retry, but both requests are read
+    graph.request_retry(3.0)  # after the first read: for the next run
     with pytest.raises(StopIteration):
         part.next_batch()
     resumed = RetryRequestSource(graph, follow=True).build_part(
