@@ -225,7 +225,17 @@ def build_index(folder: Path, data_dir: Path, log_path: Path, timeout: float) ->
 def kgstream_serve(data_dir: Path, log_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`kgstream serve --data DATA_DIR --grpc 127.0.0.1:0`: (process, bound address);
     stopped with SIGINT (as Ctrl-C) on exit."""
-    command = kgstream_command("serve", "--data", str(data_dir), "--grpc", "127.0.0.1:0")
+    with kgstream_gateway(log_path, "serve", "--data", str(data_dir)) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def kgstream_gateway(
+    log_path: Path, *arguments: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`kgstream ARGUMENTS --grpc 127.0.0.1:0` (serve, or run): (process, bound address),
+    its output in `log_path`; stopped with SIGINT (as Ctrl-C) on exit."""
+    command = kgstream_command(*arguments, "--grpc", "127.0.0.1:0")
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command,
@@ -250,10 +260,10 @@ def wait_for_address(process: subprocess.Popen[bytes], log_path: Path) -> str:
         if match:
             return match.group(1)
         if process.poll() is not None:
-            raise RuntimeError(f"kgstream serve exited with {process.returncode}; see {log_path}")
+            raise RuntimeError(f"kgstream exited with {process.returncode}; see {log_path}")
         time.sleep(0.05)
     raise TimeoutError(
-        f"kgstream serve printed no 'gateway on HOST:PORT' within "
+        f"kgstream printed no 'gateway on HOST:PORT' within "
         f"{SERVE_START_TIMEOUT_SECONDS:.0f} s; see {log_path}"
     )
 

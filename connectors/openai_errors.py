@@ -71,3 +71,13 @@ def openai_retry(
         retry_after=retry_after,
         sleep=sleep,
     )
+
+
+def without_key(error: Exception, api_key: str | None) -> str:
+    """`error`'s text with `api_key` masked: servers quote the key they were sent in their
+    error bodies ("Incorrect API key provided: sk-..."), and this text goes to logs, to
+    document statuses and to gRPC clients."""
+    text = str(error)
+    if api_key and len(api_key) >= 4:
+        text = text.replace(api_key, "****")
+    return text

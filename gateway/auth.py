@@ -1,7 +1,10 @@
 """Optional bearer-token auth for the gateway, as a gRPC server interceptor.
 
-Health checks and reflection stay open: load balancers and `grpcurl list` must
-work without the secret, and they reveal nothing that the .proto files do not.
+Every method of every kgstream service needs the token once one is set. Health checks
+and reflection stay open: load balancers and `grpcurl list` must work without the
+secret, and they reveal nothing that the .proto files do not. The scheme is matched
+case-insensitively ("bearer", "BEARER": RFC 6750 and RFC 9110 say schemes are
+case-insensitive), the token exactly, in constant time.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     def __init__(self, token: str) -> None:
         if not token:
             raise ValueError("auth token must be non-empty; pass None to turn auth off")
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     def intercept_service(
         self,
@@ -53,7 +56,10 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         )
         if presented is None:
             return _rejecting(handler, "missing metadata 'authorization: Bearer <token>'")
-        if not hmac.compare_digest(presented.encode(), self._expected):
+        scheme, _, presented_token = presented.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return _rejecting(handler, "'authorization' must read 'Bearer <token>'")
+        if not hmac.compare_digest(presented_token.strip().encode(), self._expected):
             return _rejecting(handler, "the bearer token in 'authorization' is not valid")
         return handler
 

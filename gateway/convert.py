@@ -22,6 +22,7 @@ from gateway.types import (
     RetrievedRelation,
     Turn,
     Usage,
+    shown,
 )
 from protos.kgstream.v1 import query_pb2 as pb
 
@@ -78,7 +79,7 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
     for index, turn in enumerate(request.history):
         if turn.role not in _ROLES:
             raise InvalidQuery(
-                f"history[{index}].role", f"must be 'user' or 'assistant'; got {turn.role!r}"
+                f"history[{index}].role", f"must be 'user' or 'assistant'; got {shown(turn.role)}"
             )
         history.append(Turn(role=turn.role, content=turn.content))
     prefix = request.document_filter.file_path_prefix

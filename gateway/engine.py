@@ -3,8 +3,9 @@
 `QueryEngine` is what the gRPC server calls; it knows nothing of protobuf. One call:
 
 1. `validate` the request (errors name the field);
-2. wait for `min_index_version` (read-your-writes) within the deadline, then read the
-   index version once: the `Retrieval` says which version it reflects;
+2. wait for `min_index_version` (read-your-writes) within the deadline, capped by the
+   server's maximum and by how many calls may wait at once, then read the index version
+   once: the `Retrieval` says which version it reflects;
 3. keywords: the request's own, else the `KeywordExtractor` (not for `naive`);
 4. the lanes the mode needs (gateway/retrieval.py), merged and cut by the token budgets
    (gateway/context.py);
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -61,18 +61,23 @@ from gateway.retrieval import (
     one_hop,
 )
 from gateway.types import (
-    MAX_QUESTION_CHARS,
     Answer,
     AnswerStream,
+    CallAbandoned,
+    CallDeadline,
     IndexVersionTimeout,
     InvalidQuery,
     Keywords,
     Mode,
     QueryParams,
+    RequestLimits,
     Retrieval,
     RetrievedEntity,
     RetrievedRelation,
+    TooManyVersionWaits,
     Usage,
+    call_deadline,
+    shown,
 )
 
 MAX_TOP_K = 1000
@@ -100,17 +105,30 @@ def _best_per_item(cited: Sequence[Sequence[str]], ranked: Sequence[str]) -> lis
     return best
 
 
+DEFAULT_LIMITS = RequestLimits()
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     """`answer_cache_size`: answers kept (LRU; 0 disables the cache).
-    `version_wait_seconds`: the longest wait for `min_index_version` when the call has no
-    deadline of its own.
+    `version_wait_seconds`: the longest wait for `min_index_version`, whatever the call's
+    own deadline (a call without one waits this long at most).
+    `max_version_waits`: calls waiting for `min_index_version` at once; one more is
+    RESOURCE_EXHAUSTED at once. Keep it under the gateway's gRPC workers (16), so waiting
+    calls never hold the workers that health checks and other calls need.
+    `limits`: the largest request taken (gateway/types.py says why each limit exists).
     """
 
     answer_cache_size: int = 1024
     version_wait_seconds: float = 30.0
+    max_version_waits: int = 8
+    limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
+        if self.max_version_waits < 1:
+            raise ValueError(
+                f"EngineOptions.max_version_waits must be >= 1; got {self.max_version_waits}"
+            )
         if self.answer_cache_size < 0:
             raise ValueError(
                 f"EngineOptions.answer_cache_size must be >= 0 (0 disables); "
@@ -219,19 +237,35 @@ def _has_context(retrieval: Retrieval) -> bool:
     return bool(retrieval.entities or retrieval.relations or retrieval.chunks)
 
 
-def validate(params: QueryParams) -> None:
+def validate(params: QueryParams, limits: RequestLimits = DEFAULT_LIMITS) -> None:
     """Raise `InvalidQuery` naming the first field the engine cannot run with."""
     if not isinstance(params.mode, Mode):
         raise InvalidQuery("mode", f"must be one of {[m.value for m in Mode]}; got {params.mode!r}")
     keywords = [k for k in (*params.high_level_keywords, *params.low_level_keywords) if k.strip()]
     if not params.question.strip() and not keywords:
         raise InvalidQuery("question", "is empty; ask a question or pass high/low-level keywords")
-    if len(params.question) > MAX_QUESTION_CHARS:
+    if len(params.question) > limits.max_question_chars:
         raise InvalidQuery(
             "question",
-            f"is {len(params.question)} characters long; the limit is {MAX_QUESTION_CHARS} "
-            "(shorten it; index long text as a document and ask about it)",
+            f"is {len(params.question)} characters long; the limit is "
+            f"{limits.max_question_chars} (max_question_chars; shorten it, or index long "
+            "text as a document and ask about it)",
         )
+    given = len(params.high_level_keywords) + len(params.low_level_keywords)
+    if given > limits.max_keywords:
+        raise InvalidQuery(
+            "low_level_keywords" if params.low_level_keywords else "high_level_keywords",
+            f"{given} keywords given (high and low level together); the limit is "
+            f"{limits.max_keywords} (max_keywords)",
+        )
+    for level in ("high_level_keywords", "low_level_keywords"):
+        for index, keyword in enumerate(getattr(params, level)):
+            if len(keyword) > limits.max_keyword_chars:
+                raise InvalidQuery(
+                    f"{level}[{index}]",
+                    f"is {len(keyword)} characters long; the limit is "
+                    f"{limits.max_keyword_chars} (max_keyword_chars)",
+                )
     for name in ("top_k", "chunk_top_k"):
         value = getattr(params, name)
         if not 1 <= value <= MAX_TOP_K:
@@ -243,7 +277,7 @@ def validate(params: QueryParams) -> None:
     for index, turn in enumerate(params.history):
         if turn.role not in HISTORY_ROLES:
             raise InvalidQuery(
-                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {turn.role!r}"
+                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {shown(turn.role)}"
             )
     if params.min_index_version < 0:
         raise InvalidQuery(
@@ -255,15 +289,18 @@ def validate(params: QueryParams) -> None:
     prefix = params.file_path_prefix
     if prefix is not None and not prefix.strip("/"):
         raise InvalidQuery(
-            "file_path_prefix", f"must name a file or directory; got {prefix!r} (omit it for all)"
+            "file_path_prefix",
+            f"must name a file or directory; got {shown(prefix)} (omit it for all)",
         )
 
 
 class QueryEngine:
     """Retrieval and answers over one workspace's stores (see the module docstring).
 
-    `deadline` arguments are absolute `time.monotonic()` seconds (None: no deadline; the
-    version wait is then bounded by `EngineOptions.version_wait_seconds`). `llm` None
+    `deadline` arguments are a `CallDeadline` (the gateway's: the call's deadline and
+    whether the client is still there) or absolute `time.monotonic()` seconds (None: no
+    deadline). Work stops between stages once the call is abandoned (`CallAbandoned`);
+    the version wait is bounded by `EngineOptions.version_wait_seconds` in any case. `llm` None
     means no generated answers: `answer` quotes the retrieved sentences that best match
     the question (an extractive answer) with the retrieved context.
     """
@@ -285,23 +322,31 @@ class QueryEngine:
         self.options = options or EngineOptions()
         self.answer_cache = AnswerCache(self.options.answer_cache_size)
 
-    validate = staticmethod(validate)
+        self._version_waits = threading.BoundedSemaphore(self.options.max_version_waits)
+
+    def validate(self, params: QueryParams) -> None:
+        validate(params, self.options.limits)
 
     # ------------------------------------------------------------------ public API
 
-    def retrieve(self, params: QueryParams, deadline: float | None = None) -> Retrieval:
-        validate(params)
+    def retrieve(
+        self, params: QueryParams, deadline: float | CallDeadline | None = None
+    ) -> Retrieval:
+        call = call_deadline(deadline)
+        self.validate(params)
         with store_outages(self.stores.graph.workspace):
-            version = self._await_version(params.min_index_version, deadline)
-            return self._retrieve_at(params, version)
+            version = self._await_version(params.min_index_version, call)
+            return self._retrieve_at(params, version, call)
 
-    def answer(self, params: QueryParams, deadline: float | None = None) -> Answer:
-        version, key, cached, retrieval = self._cached_or_retrieved(params, deadline)
+    def answer(self, params: QueryParams, deadline: float | CallDeadline | None = None) -> Answer:
+        call = call_deadline(deadline)
+        version, key, cached, retrieval = self._cached_or_retrieved(params, call)
         if cached is not None:
             return replace(cached, cached=True, usage=Usage())
         llm = self.llm
         if llm is None or not _has_context(retrieval):
             return self._fixed_answer(params, retrieval)
+        call.check("the LLM answer")
         messages = self.messages(params, retrieval)
         text = llm.complete(messages, kind="answer")
         answer = Answer(
@@ -316,16 +361,18 @@ class QueryEngine:
         return answer
 
     def stream_answer(
-        self, params: QueryParams, deadline: float | None = None
+        self, params: QueryParams, deadline: float | CallDeadline | None = None
     ) -> tuple[Retrieval, AnswerStream]:
         """The retrieval at once, then the answer's deltas; close the stream to stop the LLM."""
-        version, key, cached, retrieval = self._cached_or_retrieved(params, deadline)
+        call = call_deadline(deadline)
+        version, key, cached, retrieval = self._cached_or_retrieved(params, call)
         if cached is not None:
             return cached.retrieval, _TextStream(cached.text)
         llm = self.llm
         if llm is None or not _has_context(retrieval):
             fixed = self._fixed_answer(params, retrieval)
             return retrieval, _TextStream(fixed.text, fixed.llm_configured)
+        call.check("the LLM answer")
         messages = self.messages(params, retrieval)
         deltas = llm.stream(messages, kind="answer")
 
@@ -338,17 +385,17 @@ class QueryEngine:
         return retrieval, _LLMStream(deltas, remember)
 
     def _cached_or_retrieved(
-        self, params: QueryParams, deadline: float | None
+        self, params: QueryParams, call: CallDeadline
     ) -> tuple[int, Hashable | None, Answer | None, Retrieval]:
         """The version read, the answer-cache key, a cached answer, else a fresh retrieval."""
-        validate(params)
+        self.validate(params)
         with store_outages(self.stores.graph.workspace):
-            version = self._await_version(params.min_index_version, deadline)
+            version = self._await_version(params.min_index_version, call)
             key = self._cache_key(params, version)
             cached = self.answer_cache.get(key, version) if key is not None else None
             if cached is not None:
                 return version, key, cached, cached.retrieval
-            return version, key, None, self._retrieve_at(params, version)
+            return version, key, None, self._retrieve_at(params, version, call)
 
     def messages(self, params: QueryParams, retrieval: Retrieval) -> tuple[ChatMessage, ...]:
         """The answer prompt for `retrieval` (LightRAG's rag_response with its context)."""
@@ -366,8 +413,10 @@ class QueryEngine:
 
     # ------------------------------------------------------------------ internals
 
-    def _retrieve_at(self, params: QueryParams, version: int) -> Retrieval:
+    def _retrieve_at(self, params: QueryParams, version: int, call: CallDeadline) -> Retrieval:
+        call.check("keyword extraction")
         keywords = self._keywords_for(params)
+        call.check("embedding the question and keywords")
         scope = Scope(params.doc_ids, params.file_path_prefix)
         mode = params.mode
         question = params.question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
@@ -376,6 +425,7 @@ class QueryEngine:
         high = (", ".join(keywords.high_level) or question) if mode.uses_relations else ""
         texts = list(dict.fromkeys(text for text in (low, high, question) if text))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
+        call.check("the graph searches")
 
         stores = self.stores
         top_k = params.top_k
@@ -411,6 +461,7 @@ class QueryEngine:
         entities = round_robin([near, far.entities], key=lambda e: e.record.key)
         entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
 
+        call.check("the chunk searches")
         search = ChunkSearch(stores, question, vectors[question], scope, version)
         # Only relations the global lane found by their keywords cite chunks into the ranking:
         # one-hop relations are ranked by degree, so their chunks lean to hubs (measured:
@@ -490,24 +541,47 @@ class QueryEngine:
         found = self.keywords.extract(params.question)
         if not found.high_level and not found.low_level:
             return Keywords(high_level=(), low_level=(params.question.strip(),))
-        return found
+        # As many as a request may pass: an LLM reply of thousands costs as much.
+        most = self.options.limits.max_keywords
+        low = found.low_level[:most]
+        return Keywords(high_level=found.high_level[: most - len(low)], low_level=low)
 
-    def _await_version(self, minimum: int, deadline: float | None) -> int:
+    def _await_version(self, minimum: int, call: CallDeadline) -> int:
+        """The index version, once it is >= `minimum`: until the call's deadline, at most
+        `version_wait_seconds`, and only while fewer than `max_version_waits` calls wait."""
         graph = self.stores.graph
-        if minimum <= 0:
-            return graph.version()
-        if deadline is None:
-            timeout = self.options.version_wait_seconds
-        else:
-            timeout = max(0.0, deadline - time.monotonic())
+        current = graph.version()
+        if minimum <= current:
+            return current
+        most = self.options.version_wait_seconds
+        remaining = call.remaining()
+        capped = remaining is None or remaining > most
+        timeout = most if capped else max(0.0, remaining or 0.0)
+        if not self._version_waits.acquire(blocking=False):
+            raise TooManyVersionWaits(
+                f"{self.options.max_version_waits} calls wait for min_index_version already "
+                f"(the limit, max_version_waits; index is at version {current}): retry later"
+            )
         try:
-            return graph.wait_for_version(minimum, timeout)
+            try:
+                return graph.wait_for_version(minimum, timeout, give_up=call.abandoned)
+            except InterruptedError as exc:
+                if not call.passed():
+                    raise CallAbandoned(f"the call was cancelled while waiting: {exc}") from exc
+                raise TimeoutError(str(exc)) from exc  # the call's deadline: a timeout
         except TimeoutError as exc:
+            note = (
+                f"; the wait stopped at the server's maximum, {most:g} s (version_wait_seconds)"
+                if capped
+                else ""
+            )
             raise IndexVersionTimeout(
                 f"min_index_version {minimum} not reached within {timeout:.3g} s "
-                f"(index is at version {graph.version()}); the indexer may be behind: "
+                f"(index is at version {graph.version()}){note}; the indexer may be behind: "
                 "retry later or allow a longer deadline"
             ) from exc
+        finally:
+            self._version_waits.release()
 
     def _cache_key(self, params: QueryParams, version: int) -> Hashable | None:
         if self.llm is None or self.answer_cache.capacity == 0:

@@ -12,8 +12,8 @@ from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
-from gateway.status import abort, deadline_of, in_range, invalid, statuses
-from gateway.types import Answer, AnswerStream, QueryParams, Retrieval, Usage
+from gateway.status import abort, call_deadline_of, in_range, invalid, statuses
+from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval, Usage, shown
 from protos.kgstream.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
@@ -27,19 +27,19 @@ MAX_PAGE_SIZE = 1000
 class Engine(Protocol):
     """What the gateway needs from the query engine (gateway/engine.QueryEngine).
 
-    `deadline` is the call's deadline in `time.monotonic()` seconds (None: the
-    client set none); the engine raises IndexVersionTimeout when
-    `min_index_version` is not reached by then.
+    `deadline` is the call's deadline and liveness (`CallDeadline`); the engine raises
+    IndexVersionTimeout when `min_index_version` is not reached by then, and
+    CallAbandoned when the client cancelled or left between two stages of the work.
     """
 
     def validate(self, params: QueryParams) -> None: ...
 
-    def retrieve(self, params: QueryParams, deadline: float | None) -> Retrieval: ...
+    def retrieve(self, params: QueryParams, deadline: CallDeadline | None) -> Retrieval: ...
 
-    def answer(self, params: QueryParams, deadline: float | None) -> Answer: ...
+    def answer(self, params: QueryParams, deadline: CallDeadline | None) -> Answer: ...
 
     def stream_answer(
-        self, params: QueryParams, deadline: float | None
+        self, params: QueryParams, deadline: CallDeadline | None
     ) -> tuple[Retrieval, AnswerStream]: ...
 
 
@@ -59,14 +59,14 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         self, request: query_pb2.QueryRequest, context: grpc.ServicerContext
     ) -> query_pb2.QueryResponse:
         with statuses(context):
-            answer = self._engine.answer(self._params(request), deadline_of(context))
+            answer = self._engine.answer(self._params(request), call_deadline_of(context))
         return convert.answer_to_proto(answer)
 
     def Retrieve(
         self, request: query_pb2.QueryRequest, context: grpc.ServicerContext
     ) -> query_pb2.RetrievalResult:
         with statuses(context):
-            retrieval = self._engine.retrieve(self._params(request), deadline_of(context))
+            retrieval = self._engine.retrieve(self._params(request), call_deadline_of(context))
         return convert.retrieval_to_proto(retrieval)
 
     def QueryStream(
@@ -75,7 +75,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         """Context first, then deltas; a cancelled call closes the stream (and the LLM call)."""
         with statuses(context):
             retrieval, stream = self._engine.stream_answer(
-                self._params(request), deadline_of(context)
+                self._params(request), call_deadline_of(context)
             )
         # Runs when the call ends for any reason, cancellation included, even while
         # this thread is blocked waiting for the next delta.
@@ -104,7 +104,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
     def _entity_key(self, context: grpc.ServicerContext, field: str, name: str) -> str:
         key = entity_key(name)
         if not key:
-            invalid(context, field, f"must name an entity; got {name!r}")
+            invalid(context, field, f"must name an entity; got {shown(name)}")
         return key
 
     def GetEntity(
@@ -119,7 +119,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
             abort(
                 context,
                 grpc.StatusCode.NOT_FOUND,
-                f"no entity {request.name!r} (key {key!r}) at index version {version}",
+                f"no entity {shown(request.name)} (key {shown(key)}) at index version {version}",
             )
         return query_pb2.GetEntityResponse(
             entity=convert.entity_to_proto(record), degree=degree, index_version=version
@@ -131,7 +131,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         source = self._entity_key(context, "source", request.source)
         target = self._entity_key(context, "target", request.target)
         if source == target:
-            invalid(context, "target", f"must differ from source; both are {source!r}")
+            invalid(context, "target", f"must differ from source; both are {shown(source)}")
         pair = relation_pair(source, target)
         with statuses(context):
             version = self._graph.version()
@@ -140,7 +140,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
             abort(
                 context,
                 grpc.StatusCode.NOT_FOUND,
-                f"no relation between {request.source!r} and {request.target!r} "
+                f"no relation between {shown(request.source)} and {shown(request.target)} "
                 f"at index version {version}",
             )
         return query_pb2.GetRelationResponse(
@@ -167,7 +167,8 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
                 abort(
                     context,
                     grpc.StatusCode.NOT_FOUND,
-                    f"no entity {request.seed!r} (key {seed!r}) at index version {version}",
+                    f"no entity {shown(request.seed)} (key {shown(seed)}) "
+                    f"at index version {version}",
                 )
             order, truncated = _walk(self._graph, seed, depth, max_nodes)
             entities = self._graph.get_entities(order)
@@ -200,7 +201,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
             abort(
                 context,
                 grpc.StatusCode.NOT_FOUND,
-                f"no document {request.doc_id!r} at index version {version}",
+                f"no document {shown(request.doc_id)} at index version {version}",
             )
         return query_pb2.GetDocumentResponse(
             document=convert.document_to_proto(stored), index_version=version

@@ -4,8 +4,9 @@ Queries go to the engine; graph and document look-ups read the Redis graph store
 directly; Ingest publishes to Kafka. Health checking (NOT_SERVING while a store cannot be
 reached: gateway/health.py) and reflection (v1 and v1alpha, with the protos' comments:
 gateway/reflection.py) are always on, so load balancers and `grpcurl` work. Binds
-127.0.0.1 unless told otherwise: the gateway has no TLS, so exposing it is a deliberate
-choice (put it behind a proxy and set an auth token).
+127.0.0.1 unless told otherwise: exposing it is a deliberate choice, with TLS (a server
+certificate and key: `ServerOptions.tls_cert_path` / `tls_key_path`) and an auth token, or
+behind a proxy that terminates TLS.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
@@ -38,6 +40,8 @@ class ServerOptions:
     max_message_bytes: int = 16 * 1024 * 1024  # a 10 MB document fits, with room
     max_workers: int = 16  # concurrent calls; an open QueryStream holds one
     health_interval_seconds: float = 2.0  # how often the stores are probed for health
+    tls_cert_path: Path | None = None  # PEM server certificate (chain); with tls_key_path: TLS
+    tls_key_path: Path | None = None  # PEM private key of that certificate
 
     def __post_init__(self) -> None:
         host, colon, port = self.address.rpartition(":")
@@ -54,6 +58,11 @@ class ServerOptions:
             )
         if self.max_workers < 1:
             raise ValueError(f"ServerOptions.max_workers must be >= 1; got {self.max_workers}")
+        if (self.tls_cert_path is None) != (self.tls_key_path is None):
+            raise ValueError(
+                "ServerOptions.tls_cert_path and tls_key_path go together (TLS needs both); "
+                f"got cert {self.tls_cert_path}, key {self.tls_key_path}"
+            )
         if self.health_interval_seconds <= 0:
             raise ValueError(
                 "ServerOptions.health_interval_seconds must be > 0; "
@@ -121,7 +130,11 @@ def serve(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     enable_reflection(server, (KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE, health.SERVICE_NAME))
     try:
-        port = server.add_insecure_port(options.address)
+        credentials = _server_credentials(options)
+        if credentials is None:
+            port = server.add_insecure_port(options.address)
+        else:
+            port = server.add_secure_port(options.address, credentials)
     except RuntimeError as error:
         raise OSError(f"cannot bind the gateway to {options.address}: {error}") from error
     if port == 0:
@@ -129,3 +142,19 @@ def serve(
     server.start()
     host = options.address.rpartition(":")[0]
     return RunningServer(server=server, host=host, port=port, health=store_health.start())
+
+
+def _server_credentials(options: ServerOptions) -> grpc.ServerCredentials | None:
+    """TLS credentials from the PEM files `options` names, or None for plaintext."""
+    if options.tls_cert_path is None or options.tls_key_path is None:
+        return None
+    pems = {}
+    for name, path in (
+        ("tls_cert_path", options.tls_cert_path),
+        ("tls_key_path", options.tls_key_path),
+    ):
+        try:
+            pems[name] = Path(path).read_bytes()
+        except OSError as error:
+            raise OSError(f"cannot read the gateway's {name} {path}: {error}") from error
+    return grpc.ssl_server_credentials([(pems["tls_key_path"], pems["tls_cert_path"])])

@@ -2,7 +2,8 @@
 
 `statuses` is the one table from the engine's, the stores' and the LLM client's errors to
 status codes; `invalid` and `in_range` are the request checks the servicers make
-themselves; `deadline_of` puts the call's deadline on the engine's clock.
+themselves; `deadline_of` puts the call's deadline on the engine's clock, and
+`call_deadline_of` adds whether the client is still there.
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from typing import NoReturn
 
 import grpc
 
+from connectors.embeddings.remote import EmbeddingRequestError
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.llm.client import LLMError
 from gateway import convert
-from gateway.types import IndexVersionTimeout, InvalidQuery
+from gateway.types import (
+    CallAbandoned,
+    CallDeadline,
+    DeadlinePassed,
+    IndexVersionTimeout,
+    InvalidQuery,
+    TooManyVersionWaits,
+)
 
 # gRPC reports "no deadline" as a deadline centuries away.
 _NO_DEADLINE_SECONDS = 1e8
@@ -26,8 +35,12 @@ _NO_DEADLINE_SECONDS = 1e8
 # InvalidQuery (-> INVALID_ARGUMENT) is not here: its field is renamed to the request's.
 STATUS_OF: tuple[tuple[type[Exception], grpc.StatusCode, str], ...] = (
     (IndexVersionTimeout, grpc.StatusCode.DEADLINE_EXCEEDED, ""),
+    (TooManyVersionWaits, grpc.StatusCode.RESOURCE_EXHAUSTED, ""),
+    (DeadlinePassed, grpc.StatusCode.DEADLINE_EXCEEDED, ""),
+    (CallAbandoned, grpc.StatusCode.CANCELLED, ""),
     (StoreUnavailable, grpc.StatusCode.UNAVAILABLE, ""),
     (LLMError, grpc.StatusCode.UNAVAILABLE, "the LLM call failed: "),
+    (EmbeddingRequestError, grpc.StatusCode.UNAVAILABLE, "the embedding call failed: "),
 )
 _MAPPED = tuple(kind for kind, _, _ in STATUS_OF)
 
@@ -49,13 +62,7 @@ def statuses(context: grpc.ServicerContext) -> Iterator[None]:
         abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {detail}")
     except _MAPPED as error:
         code, prefix = next((c, p) for kind, c, p in STATUS_OF if isinstance(error, kind))
-        note = ""
-        if isinstance(error, IndexVersionTimeout) and deadline_of(context) is None:
-            note = (
-                "; the call set no deadline, so the wait stopped at the server's maximum "
-                "for calls without one: set a deadline to wait longer"
-            )
-        abort(context, code, f"{prefix}{error}{note}")
+        abort(context, code, f"{prefix}{error}")
 
 
 def deadline_of(context: grpc.ServicerContext) -> float | None:
@@ -64,6 +71,11 @@ def deadline_of(context: grpc.ServicerContext) -> float | None:
     if remaining is None or remaining > _NO_DEADLINE_SECONDS:
         return None
     return time.monotonic() + float(remaining)
+
+
+def call_deadline_of(context: grpc.ServicerContext) -> CallDeadline:
+    """The call's deadline and liveness, for the engine to stop work once it is abandoned."""
+    return CallDeadline(deadline_of(context), context.is_active)
 
 
 def invalid(context: grpc.ServicerContext, field: str, message: str) -> NoReturn:

@@ -7,7 +7,8 @@ Defaults are LightRAG's (QueryParam): top_k 40, chunk_top_k 20, entity tokens
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
@@ -157,13 +158,40 @@ class Answer:
 
 
 MAX_QUESTION_CHARS = 4000
-"""The longest question accepted, in characters (-> INVALID_ARGUMENT naming the limit).
+"""The longest question accepted by default, in characters (setting `max_question_chars`;
+-> INVALID_ARGUMENT naming the limit).
 
 A question is a sentence or a paragraph; 4000 characters is about 800 words, far more
-than a question needs. Keyword extraction (offline or by the LLM) and the answer prompt
-take the whole question on every call, so an unbounded one costs time and tokens for
-nothing; longer text belongs in a document, not a query.
+than a question needs. Keyword extraction (offline or by the LLM), the embedding and the
+answer prompt take the whole question on every call, so an unbounded one costs time and
+tokens for nothing (a 10 MB question kept a core busy for minutes); longer text belongs
+in a document, not a query.
 """
+
+MAX_KEYWORDS = 100
+"""Keywords a request may pass, both levels together, by default (setting `max_keywords`):
+each is embedded and looked up, so 10,000 of them took 49 s. Keywords the LLM extracts
+are cut to the same number."""
+
+MAX_KEYWORD_CHARS = 200
+"""The longest keyword accepted by default (setting `max_keyword_chars`): a keyword is a
+name or a theme of a few words."""
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """The largest request the engine takes (settings of the same names); over one:
+    INVALID_ARGUMENT naming the limit and the size received."""
+
+    max_question_chars: int = MAX_QUESTION_CHARS
+    max_keywords: int = MAX_KEYWORDS
+    max_keyword_chars: int = MAX_KEYWORD_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_question_chars", "max_keywords", "max_keyword_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
+
 
 NO_LLM_ANSWER = (
     "No LLM is configured, so kgstream returns the retrieved context without an answer. "
@@ -182,6 +210,20 @@ class AnswerStream(Protocol):
     def close(self) -> None: ...
 
 
+SHOWN_CHARS = 100
+"""How much of a client's value an error message quotes. Status details travel in the
+trailing metadata, whose size clients cap (8 KiB by default): an echoed 1 MB name would
+turn the answer into RESOURCE_EXHAUSTED, and would fill logs besides."""
+
+
+def shown(value: str) -> str:
+    """`value` quoted for an error message: whole up to `SHOWN_CHARS`, else its start and
+    its length (`'Carla Diaz ...'... (1048576 characters)`)."""
+    if len(value) <= SHOWN_CHARS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+
+
 class InvalidQuery(ValueError):
     """A request the engine cannot run; `field` names the culprit (-> INVALID_ARGUMENT)."""
 
@@ -192,3 +234,56 @@ class InvalidQuery(ValueError):
 
 class IndexVersionTimeout(TimeoutError):
     """`min_index_version` was not reached before the deadline (-> DEADLINE_EXCEEDED)."""
+
+
+class TooManyVersionWaits(RuntimeError):
+    """As many calls as allowed wait for `min_index_version` already (-> RESOURCE_EXHAUSTED):
+    each waiting call holds a gRPC worker, and the others must stay free for everyone else."""
+
+
+class CallAbandoned(RuntimeError):
+    """The client cancelled the call or left: the work stops (-> CANCELLED)."""
+
+
+class DeadlinePassed(CallAbandoned):
+    """The call's deadline passed before its work was done (-> DEADLINE_EXCEEDED)."""
+
+
+def _always_active() -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class CallDeadline:
+    """When a call stops being worth working on: at `at` (`time.monotonic()` seconds; None:
+    no deadline), or as soon as `is_active` turns False (the client cancelled or left).
+
+    The engine checks it between stages (`check`), so a call the client gave up on does
+    not go on to embed, search or ask the LLM."""
+
+    at: float | None = None
+    is_active: Callable[[], bool] = _always_active
+
+    def remaining(self) -> float | None:
+        return None if self.at is None else self.at - time.monotonic()
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() >= self.at
+
+    def abandoned(self) -> bool:
+        return self.passed() or not self.is_active()
+
+    def check(self, stage: str) -> None:
+        """Raise `DeadlinePassed` or `CallAbandoned` naming `stage` (what would have run
+        next) when the call is abandoned."""
+        if self.passed():
+            raise DeadlinePassed(f"the call's deadline passed before {stage}")
+        if not self.is_active():
+            raise CallAbandoned(f"the call was cancelled before {stage}")
+
+
+def call_deadline(deadline: float | CallDeadline | None) -> CallDeadline:
+    """The engine's `deadline` argument as a `CallDeadline` (a bare float is `at`)."""
+    if isinstance(deadline, CallDeadline):
+        return deadline
+    return CallDeadline(at=deadline)

@@ -29,7 +29,7 @@ from dataflow.core.contributions import (
     extractive_summary,
 )
 from dataflow.core.prompts import build_summary_messages
-from gateway.engine import QueryEngine
+from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
 from gateway.knowledge_graph import Engine
 from gateway.server import RunningServer, ServerOptions, serve
@@ -180,7 +180,12 @@ def build_engine(
         OfflineKeywordExtractor() if client is None else LLMKeywordExtractor(client)
     )
     tokenizer = TiktokenTokenizer(settings.tokenizer_encoding)
-    engine = QueryEngine(stores, embedder, tokenizer, keywords, llm=client)
+    options = EngineOptions(
+        version_wait_seconds=settings.version_wait_seconds,
+        max_version_waits=settings.max_version_waits,
+        limits=settings.request_limits(),
+    )
+    engine = QueryEngine(stores, embedder, tokenizer, keywords, llm=client, options=options)
     return MeteredEngine(engine, metrics) if metrics is not None else engine
 
 
@@ -191,6 +196,11 @@ def serve_gateway(settings: Settings, engine: Engine, stores: Stores) -> Running
         from connectors.kafka.producer import DocumentEventProducer
 
         producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
-    options = ServerOptions(address=settings.grpc_address, auth_token=settings.grpc_auth_token)
+    options = ServerOptions(
+        address=settings.grpc_address,
+        auth_token=settings.grpc_auth_token,
+        tls_cert_path=settings.grpc_tls_cert_path,
+        tls_key_path=settings.grpc_tls_key_path,
+    )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
     return serve(engine, stores.graph, options, producer, health_checks=checks)

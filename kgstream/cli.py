@@ -18,6 +18,7 @@ from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
 from kgstream.commands.inspection import (
+    command_compact,
     command_config,
     command_export,
     command_preview,
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     command("rebuild-vectors", "re-embed every chunk, entity and relation (after a model change)")
+    command("compact", "rewrite the stores' files so that deleted documents leave no trace")
 
     export = command("export", "write the graph as JSON, NetworkX node-link JSON or GraphML")
     export.add_argument("--format", choices=("json", "node-link", "graphml"), default="json")
@@ -183,6 +185,7 @@ COMMANDS = {
     "status": command_status,
     "export": command_export,
     "rebuild-vectors": command_rebuild_vectors,
+    "compact": command_compact,
     "retry-failed": command_retry_failed,
     "serve": command_serve,
     "query": command_query,

@@ -97,7 +97,7 @@ def run_indexer(
     except KeyboardInterrupt:
         return
     except BytewaxRuntimeError as error:
-        if not isinstance(error.__cause__, KeyboardInterrupt):
+        if not _interrupted(error):
             raise
     finally:
         for signum, handler in previous.items():
@@ -137,6 +137,15 @@ class _Stop:
             f"stopping now, while a store is unreachable ({reason}); "
             "the next run resumes from the last snapshot"
         )
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether a Bytewax error is a stop: a step's error wraps the KeyboardInterrupt of
+    `_stop_now`, and the run's error wraps the step's."""
+    cause = error.__cause__
+    while cause is not None and not isinstance(cause, KeyboardInterrupt):
+        cause = cause.__cause__
+    return cause is not None
 
 
 def _stop_now(message: str) -> None:

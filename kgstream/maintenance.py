@@ -1,20 +1,30 @@
-"""`kgstream rebuild-vectors`: re-embed everything the graph store holds, for a new model.
+"""Maintenance of a stopped index: `kgstream rebuild-vectors` and `kgstream compact`.
 
-Vectors are a projection of Redis (chunk texts, rendered entity and relation
-texts), so a model change needs no re-extraction: drop the workspace's
-collections (whatever model made them), create them for the new model's space,
-and embed again in batches.
+rebuild-vectors: vectors are a projection of Redis (chunk texts, rendered entity and
+relation texts), so a model change needs no re-extraction: drop the workspace's
+collections (whatever model made them), create them for the new model's space, and
+embed again in batches.
+
+compact: every store under the data directory keeps what was deleted in its files
+until it rewrites them (Redis's append-only log, Qdrant Edge's segments and
+write-ahead log, the Bytewax recovery database's superseded snapshots and free
+pages). Compaction rewrites all three from their live content, so a deleted
+document's text and ids are gone from every file.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable
 from itertools import islice
+from pathlib import Path
 from typing import TypeVar
 
 from connectors.embeddings.base import Embedder, embedding_space_name
+from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
 from connectors.vectors.base import VectorPoint, VectorStore
+from connectors.vectors.edge import EdgeVectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
 
 T = TypeVar("T")
@@ -47,3 +57,66 @@ def rebuild_vectors(
         "entities": rebuild(graph.iter_entities(), lambda e: e.embedding_text, entity_point),
         "relations": rebuild(graph.iter_relations(), lambda r: r.embedding_text, relation_point),
     }
+
+
+def compact(redis: EmbeddedRedis, vectors: EdgeVectorStore, recovery_dir: Path) -> None:
+    """Rewrite the embedded stores' files and the recovery database from their live
+    content (the indexer must be stopped: the caller holds the data directory's lock)."""
+    redis.rewrite_files()
+    vectors.compact()
+    compact_recovery(recovery_dir)
+
+
+# Bytewax's own garbage rule: a snapshot is garbage once a later one of the same key is
+# committed. Bytewax applies it as it goes, keeping the last snapshot of every key even
+# when that is a deletion (a NULL change, which still names the key: a document id, an
+# entity name, a chunk id).
+_SUPERSEDED = """
+    DELETE FROM snaps WHERE (step_id, state_key, snap_epoch) IN (
+        SELECT older.step_id, older.state_key, older.snap_epoch
+        FROM snaps AS older
+        JOIN (SELECT step_id, state_key, MAX(snap_epoch) AS snap_epoch FROM snaps
+              WHERE snap_epoch <= :committed GROUP BY step_id, state_key) AS latest
+        USING (step_id, state_key)
+        WHERE older.snap_epoch < latest.snap_epoch)
+"""
+# A key whose committed last snapshot is a deletion resumes with no state either way.
+_DISCARDED = """
+    DELETE FROM snaps WHERE ser_change IS NULL AND snap_epoch <= :committed
+    AND NOT EXISTS (SELECT 1 FROM snaps AS later WHERE later.step_id = snaps.step_id
+                    AND later.state_key = snaps.state_key
+                    AND later.snap_epoch > snaps.snap_epoch)
+"""
+
+
+def compact_recovery(recovery_dir: Path) -> None:
+    """Drop superseded and discarded snapshots from every recovery partition, then
+    VACUUM it (rewriting the file without free pages) and empty its write-ahead log.
+
+    Only snapshots up to the epoch every partition has committed are touched, so a
+    resume loads exactly the state it loaded before."""
+    partitions = sorted(recovery_dir.glob("*.sqlite3"))
+    if not partitions:
+        return
+    committed = min(_committed_epoch(path) for path in partitions)
+    for path in partitions:
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            connection.execute("PRAGMA secure_delete = ON")
+            with connection:
+                connection.execute("BEGIN")
+                connection.execute(_SUPERSEDED, {"committed": committed})
+                connection.execute(_DISCARDED, {"committed": committed})
+            connection.execute("VACUUM")
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+
+
+def _committed_epoch(path: Path) -> int:
+    connection = sqlite3.connect(path)
+    try:
+        row = connection.execute("SELECT MIN(commit_epoch) FROM commits").fetchone()
+    finally:
+        connection.close()
+    return int(row[0]) if row and row[0] is not None else -1

@@ -129,6 +129,12 @@ class Metrics:
             namespace=ns,
             registry=registry,
         )
+        self.source_holding = Gauge(
+            "source_holding",
+            "1 while the watched folder is missing and the indexer holds its documents, else 0.",
+            namespace=ns,
+            registry=registry,
+        )
         for kind in LLM_CALL_KINDS:
             self.llm_calls.labels(kind=kind)
         for kind in FAILURE_KINDS:

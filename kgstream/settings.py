@@ -23,6 +23,7 @@ from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
 from dataflow.core.documents import DocumentLimits
 from dataflow.core.prompts import ExtractionPromptOptions
+from gateway.types import RequestLimits
 from kgstream.logs import level_number
 
 ENV_PREFIX = "KGSTREAM_"
@@ -88,6 +89,18 @@ class Settings:
     # gateway
     grpc_address: str = "127.0.0.1:50051"
     grpc_auth_token: str | None = None
+    # TLS for the gateway: PEM certificate (chain) and private key; unset: plaintext
+    # (named _path: an env variable ending in _FILE means "the value is in that file")
+    grpc_tls_cert_path: Path | None = None
+    grpc_tls_key_path: Path | None = None
+    # request limits (gateway/types.py says why each exists); over one: INVALID_ARGUMENT
+    max_question_chars: int = 4000
+    max_keywords: int = 100  # high- and low-level keywords together
+    max_keyword_chars: int = 200
+    # min_index_version: the longest wait whatever the call's deadline, and how many calls
+    # may wait at once (each holds one of the gateway's 16 workers; keep it well below)
+    version_wait_seconds: float = 30.0
+    max_version_waits: int = 8
     # operations
     metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
     log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
@@ -112,6 +125,16 @@ class Settings:
                 level_number(getattr(self, name))
             except ValueError as error:
                 raise SettingsError(f"{name}: {error}") from error
+        if self.max_version_waits < 1:
+            raise SettingsError(f"max_version_waits must be >= 1; got {self.max_version_waits}")
+        if not self.version_wait_seconds >= 0:
+            raise SettingsError(
+                f"version_wait_seconds must be >= 0; got {self.version_wait_seconds}"
+            )
+        if (self.grpc_tls_cert_path is None) != (self.grpc_tls_key_path is None):
+            raise SettingsError(
+                "grpc_tls_cert_path and grpc_tls_key_path go together (TLS needs both)"
+            )
         if self.embedding_threads < 0:
             raise SettingsError(
                 f"embedding_threads must be >= 0 (0: one per core, at most 4); "
@@ -121,6 +144,7 @@ class Settings:
             self.chunking_options()
             self.document_limits()
             self.render_options()
+            self.request_limits()
         except ValueError as error:
             raise SettingsError(str(error)) from error
 
@@ -149,6 +173,13 @@ class Settings:
             summarize_over_fragments=self.summarize_over_fragments,
             summarize_over_tokens=self.summarize_over_tokens,
             summary_max_tokens=self.summary_max_tokens,
+        )
+
+    def request_limits(self) -> RequestLimits:
+        return RequestLimits(
+            max_question_chars=self.max_question_chars,
+            max_keywords=self.max_keywords,
+            max_keyword_chars=self.max_keyword_chars,
         )
 
     def prompt_options(self) -> ExtractionPromptOptions:

@@ -12,7 +12,7 @@ from connectors.redis.graph_store import GraphStore
 from dataflow.core.commit import CommitBatch
 from dataflow.core.documents import DocumentStatus, failure_kind
 from dataflow.core.messages import SourceEvent
-from gateway.types import Answer, AnswerStream, QueryParams, Retrieval
+from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval
 from kgstream.metrics import Metrics
 
 _LOGGER = logging.getLogger(__name__)
@@ -89,18 +89,20 @@ class MeteredEngine:
     def validate(self, params: QueryParams) -> None:
         self._engine.validate(params)
 
-    def retrieve(self, params: QueryParams, deadline: float | None = None) -> Retrieval:
+    def retrieve(
+        self, params: QueryParams, deadline: float | CallDeadline | None = None
+    ) -> Retrieval:
         with self._timed(params):
             result: Retrieval = self._engine.retrieve(params, deadline)
             return result
 
-    def answer(self, params: QueryParams, deadline: float | None = None) -> Answer:
+    def answer(self, params: QueryParams, deadline: float | CallDeadline | None = None) -> Answer:
         with self._timed(params):
             result: Answer = self._engine.answer(params, deadline)
             return result
 
     def stream_answer(
-        self, params: QueryParams, deadline: float | None = None
+        self, params: QueryParams, deadline: float | CallDeadline | None = None
     ) -> tuple[Retrieval, AnswerStream]:
         with self._timed(params):
             result: tuple[Retrieval, AnswerStream] = self._engine.stream_answer(params, deadline)
@@ -164,3 +166,18 @@ class ConsumerLagReporter:
                 consumer = None
         if consumer is not None:
             consumer.close()
+
+
+def record_source_hold(graph: GraphStore, metrics: Metrics | None) -> Any:
+    """The folder source's `on_hold` hook: the `source_holding` gauge, and the reason kept in
+    Redis for `kgstream status`. A Redis outage loses the record, never the stream."""
+
+    def on_hold(reason: str | None) -> None:
+        if metrics is not None:
+            metrics.source_holding.set(0 if reason is None else 1)
+        try:
+            graph.set_source_hold(reason)
+        except Exception as error:  # the hold is logged by the source already
+            _LOGGER.warning("source hold not recorded for status: %s", error)
+
+    return on_hold

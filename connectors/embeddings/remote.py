@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import openai
 
-from connectors.openai_errors import is_transient, openai_retry
+from connectors.openai_errors import is_transient, openai_retry, without_key
 from connectors.retry import Backoff
 
 
@@ -167,23 +167,29 @@ class OpenAIEmbedder:
             return self._executor
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
-        response = self._retry.call_with_retry(
-            lambda: self._create(batch),
-            lambda error, attempts: self._failed(error, attempts, batch),
-        )
+        try:
+            response = self._retry.call_with_retry(
+                lambda: self._create(batch),
+                lambda error, attempts: self._failed(error, attempts, batch),
+            )
+        except EmbeddingRequestError as error:
+            # Its message says what the server said (the key masked); the chained `openai`
+            # error would print the server's text unmasked in a traceback.
+            raise error from None
         return self._vectors_from(response, len(batch))
 
     def _failed(self, error: Exception, attempts: int, batch: list[str]) -> EmbeddingRequestError:
+        said = without_key(error, self.options.api_key)
         if not is_transient(error):
             return EmbeddingRequestError(
                 f"embedding request to {self.options.base_url} (model "
                 f"{self.options.model!r}, {len(batch)} texts) failed and is not "
-                f"retryable: {error}"
+                f"retryable: {said}"
             )
         return EmbeddingRequestError(
             f"embedding request to {self.options.base_url} (model "
             f"{self.options.model!r}) still failing after {attempts} attempts "
-            f"(max_retries={self.options.max_retries}): {error}; "
+            f"(max_retries={self.options.max_retries}): {said}; "
             "check the endpoint or raise max_retries"
         )
 

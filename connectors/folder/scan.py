@@ -11,7 +11,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from dataflow.core.documents import DocumentUpsert, doc_id_for_path
+from connectors.folder.paths import doc_id_for_path
+from dataflow.core.documents import DocumentUpsert
 
 TEMPORARY_SUFFIXES = (".tmp", ".swp", ".swx", ".part", ".crdownload", "~")
 TEMPORARY_PREFIXES = (".#", "#")

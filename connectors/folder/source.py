@@ -9,13 +9,21 @@ so changes made while the indexer was down are found, deletions included) and
 periodically (so events the OS dropped are caught). Because every step
 compares the disk with the snapshot, repeated or reordered hints are harmless.
 
-The resume snapshot is ``{relative path: fingerprint}``; the fingerprint is
-``sha256:<hex>`` of the raw bytes. A file over ``max_document_bytes`` is not
-hashed (reading a 5 GB file to learn that it is too big is the mistake this
-avoids): its fingerprint is ``oversized:<size>:<mtime_ns>`` and its upsert
-carries only the first ``max_document_bytes + 1`` bytes, enough for the core's
-`prepare_document` to fail it with its usual reason ("document is N bytes, over
-the limit ..."), where N is ``max_document_bytes + 1``, not the file's real size.
+The resume snapshot is ``{doc id: fingerprint}`` (doc ids: connectors/folder/paths.py);
+the fingerprint is ``sha256:<hex>`` of the raw bytes. A file over
+``max_document_bytes`` is not hashed (reading a 5 GB file to learn that it is too
+big is the mistake this avoids): its fingerprint is ``oversized:<size>:<mtime_ns>``
+and its upsert carries only the first ``max_document_bytes + 1`` bytes and the
+file's real size, which the core's `prepare_document` names when it fails it.
+
+The root itself can vanish: a share unmounted, the folder moved away, a tool that
+deletes and recreates it. That is never read as "every document was deleted". While
+the root is missing, or has been replaced by an empty folder while the snapshot
+holds documents (an unmounted share leaves its empty mount point), the source holds:
+it emits nothing, keeps the snapshot, logs one warning and reports it through
+`on_hold`. It looks for the root every `ROOT_CHECK_SECONDS`, and once the root is
+back (with content, or the very folder it was) it watches it again and rescans it
+at once, so only files truly gone from it are deleted.
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ import hashlib
 import logging
 import os
 import queue
+import stat
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,8 +52,9 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+from connectors.folder.paths import doc_id_for_path, path_for_doc_id, relative_path_problem
 from connectors.folder.scan import has_hidden_part, is_document_path, iter_document_paths_under
-from dataflow.core.documents import DocumentDelete, DocumentUpsert, doc_id_for_path
+from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.messages import SourceEvent
 
 log = logging.getLogger(__name__)
@@ -53,7 +63,14 @@ PARTITION = "folder"
 """The source's only partition: one folder is watched by one worker."""
 
 FolderSnapshot = dict[str, str]
-"""{root-relative path: fingerprint of the bytes last emitted for it}."""
+"""{doc id (the root-relative path, connectors/folder/paths.py): fingerprint of the bytes
+last emitted for it}."""
+
+HoldReport = Callable[[str | None], None]
+"""Told why the source holds (the watched root is missing), or None once it goes on."""
+
+ROOT_CHECK_SECONDS = 0.5
+"""How often a holding source looks for its root again."""
 
 # How long one next_batch call may spend resolving scan paths before it hands
 # control back to Bytewax; a big initial scan is spread over many calls.
@@ -97,9 +114,9 @@ class FolderSourceOptions:
 
 @dataclass(frozen=True)
 class _Touch:
-    """The watcher saw something happen at `relative_path` (at monotonic time `seen_at`)."""
+    """The watcher saw something happen at `doc_id` ("" for the root), at monotonic `seen_at`."""
 
-    relative_path: str
+    doc_id: str
     is_directory: bool
     seen_at: float
 
@@ -115,6 +132,7 @@ class _FileVersion:
     content: bytes
     fingerprint: str
     modified_at: float
+    size: int
 
 
 class _TouchCollector(FileSystemEventHandler):
@@ -137,14 +155,14 @@ class _TouchCollector(FileSystemEventHandler):
     def _touch(self, raw_path: bytes | str, is_directory: bool, now: float) -> None:
         path = os.fsdecode(raw_path)
         if path == self._root:
-            relative = ""
-        elif path.startswith(self._root + os.sep):
-            relative = Path(path[len(self._root) + 1 :]).as_posix()
-        else:
+            self._touches.put(_Touch("", is_directory, now))
             return
-        if has_hidden_part(relative):
-            return  # nothing hidden is ever in the snapshot, so nothing to resolve
-        self._touches.put(_Touch(relative, is_directory, now))
+        if not path.startswith(self._root + os.sep):
+            return
+        relative = Path(path[len(self._root) + 1 :]).as_posix()
+        if has_hidden_part(relative) or relative_path_problem(relative) is not None:
+            return  # nothing hidden (or outside the root) is ever in the snapshot
+        self._touches.put(_Touch(doc_id_for_path(relative), is_directory, now))
 
 
 def read_file_version(path: Path, max_bytes: int) -> _FileVersion:
@@ -156,21 +174,38 @@ def read_file_version(path: Path, max_bytes: int) -> _FileVersion:
         fingerprint = f"oversized:{status.st_size}:{status.st_mtime_ns}"
     else:
         fingerprint = "sha256:" + hashlib.sha256(content).hexdigest()
-    return _FileVersion(content, fingerprint, status.st_mtime)
+    return _FileVersion(content, fingerprint, status.st_mtime, max(status.st_size, len(content)))
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a folder, or None when `path` is not a folder now."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(status.st_mode):
+        return None
+    return (status.st_dev, status.st_ino)
 
 
 @dataclass
 class _ScanJob:
-    paths: Iterator[str]
+    doc_ids: Iterator[str]
     whole_tree: bool
 
 
 class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     """The folder's only partition; see the module docstring for how it decides what to emit."""
 
-    def __init__(self, options: FolderSourceOptions, resume_state: FolderSnapshot | None) -> None:
+    def __init__(
+        self,
+        options: FolderSourceOptions,
+        resume_state: FolderSnapshot | None,
+        on_hold: HoldReport | None = None,
+    ) -> None:
         self._options = options
         self._root = options.root.absolute()
+        self._on_hold = on_hold
         self._fingerprints: FolderSnapshot = dict(resume_state or {})
         self._touches: queue.SimpleQueue[_Touch] = queue.SimpleQueue()
         self._pending: dict[str, _Pending] = {}
@@ -178,40 +213,57 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         self._next_rescan: float | None = None
         self._finished = False
         self._observer: BaseObserver | None = None
-        if options.watch and not options.stop_after_scan:
-            # Watching starts before the scan: a change made during the scan is
-            # then either seen by the scan or reported by the watcher.
+        # An empty root is believed only when the source saw it emptied: one that is empty
+        # at start while the snapshot holds documents may be an unmounted share.
+        empty_at_start = bool(self._fingerprints) and self._is_empty_root()
+        self._root_identity = None if empty_at_start else _identity(self._root)
+        self._holding: str | None = None  # why the source holds, while the root is missing
+        self._next_root_check = 0.0  # while holding, when to look for the root again
+        self._watch_and_scan()
+
+    def _watch_and_scan(self) -> None:
+        """Watch the root (before scanning it: a change made during the scan is then either
+        seen by the scan or reported by the watcher) and queue a scan of the whole tree."""
+        if self._options.watch and not self._options.stop_after_scan:
             observer = Observer()
             observer.schedule(
                 _TouchCollector(self._root, self._touches), str(self._root), recursive=True
             )
             observer.start()
             self._observer = observer
-        self._jobs.append(_ScanJob(self._paths_under(""), whole_tree=True))
+        self._jobs.append(_ScanJob(self._doc_ids_under(""), whole_tree=True))
 
     def next_batch(self) -> list[SourceEvent]:
         if self._finished:
             raise StopIteration
         now = time.monotonic()
         self._collect_touches()
+        if not self._root_is_there():
+            self._next_root_check = now + ROOT_CHECK_SECONDS
+            return []
         emitted: list[SourceEvent] = []
-        for relative in self._quiet_paths(now):
-            pending = self._pending.pop(relative)
-            if pending.is_directory or self._is_real_directory(relative):
-                self._jobs.append(_ScanJob(self._paths_under(relative), whole_tree=False))
+        for doc_id in self._quiet_paths(now):
+            pending = self._pending.pop(doc_id)
+            if pending.is_directory or self._is_real_directory(doc_id):
+                self._jobs.append(_ScanJob(self._doc_ids_under(doc_id), whole_tree=False))
             else:
-                self._emit_resolution(relative, emitted)
+                self._emit_resolution(doc_id, emitted)
         self._run_jobs(now + _WORK_BUDGET_SECONDS, emitted)
         rescan_due = self._next_rescan is not None and now >= self._next_rescan
-        if rescan_due and not self._has_whole_tree_job():
+        if rescan_due and not self._has_whole_tree_job() and self._holding is None:
             self._next_rescan = None
-            self._jobs.append(_ScanJob(self._paths_under(""), whole_tree=True))
+            self._jobs.append(_ScanJob(self._doc_ids_under(""), whole_tree=True))
         return emitted
 
     def next_awake(self) -> datetime | None:
-        if self._jobs or self._finished:
+        if self._finished:
             return None
         now = time.monotonic()
+        if self._holding is not None:  # a fixed time: next_awake may be asked again before it
+            wait = max(0.0, self._next_root_check - now)
+            return datetime.now(UTC) + timedelta(seconds=wait)
+        if self._jobs:
+            return None
         wake = now + self._options.poll_seconds if self._observer is not None else float("inf")
         for pending in self._pending.values():
             wake = min(wake, pending.last_seen + self._options.debounce_seconds)
@@ -224,11 +276,75 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     def snapshot(self) -> FolderSnapshot:
         return dict(self._fingerprints)
 
+    @property
+    def holding(self) -> str | None:
+        """Why the source holds (its root is missing), or None while it watches."""
+        return self._holding
+
     def close(self) -> None:
+        self._stop_watching()
+
+    def _stop_watching(self) -> None:
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()
             observer.join()
+
+    # --- the root ----------------------------------------------------------------------------
+
+    def _root_is_there(self) -> bool:
+        """False while the source holds: the root is missing, or is a new folder that is
+        empty while the snapshot holds documents (an unmounted share's mount point). When
+        it comes back, watch it again and rescan it at once."""
+        identity = _identity(self._root)
+        if identity is not None and identity == self._root_identity and self._holding is None:
+            return True
+        if identity is None:
+            self._hold(f"watched folder {str(self._root)!r} is missing")
+            return False
+        if self._fingerprints and identity != self._root_identity and self._is_empty_root():
+            self._hold(f"watched folder {str(self._root)!r} is empty (a share not mounted?)")
+            return False
+        self._root_identity = identity
+        if self._holding is not None:
+            self._resume()
+        else:  # replaced by a folder with content between two looks: reconcile with it
+            self._stop_watching()
+            self._pending.clear()
+            self._jobs.clear()
+            self._watch_and_scan()
+        return True
+
+    def _is_empty_root(self) -> bool:
+        return next(iter_document_paths_under(self._root, self._root), None) is None
+
+    def _hold(self, reason: str) -> None:
+        self._pending.clear()
+        self._jobs.clear()
+        if self._holding == reason:
+            return
+        was_holding, self._holding = self._holding is not None, reason
+        self._stop_watching()
+        if self._options.stop_after_scan:
+            self._finished = True  # a one-shot run ends: nothing to bring the index to
+        if not was_holding:
+            log.warning(
+                "%s: keeping its %d documents in the index (nothing is deleted) until it is back",
+                reason,
+                len(self._fingerprints),
+            )
+        if self._on_hold is not None:
+            self._on_hold(reason)
+
+    def _resume(self) -> None:
+        log.warning("watched folder %s is back: rescanning it", self._root)
+        self._holding = None
+        self._pending.clear()
+        self._watch_and_scan()
+        if self._on_hold is not None:
+            self._on_hold(None)
+
+    # --- resolving paths ---------------------------------------------------------------------
 
     def _collect_touches(self) -> None:
         while True:
@@ -236,9 +352,9 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
                 touch = self._touches.get_nowait()
             except queue.Empty:
                 return
-            pending = self._pending.get(touch.relative_path)
+            pending = self._pending.get(touch.doc_id)
             if pending is None:
-                self._pending[touch.relative_path] = _Pending(touch.seen_at, touch.is_directory)
+                self._pending[touch.doc_id] = _Pending(touch.seen_at, touch.is_directory)
             else:
                 pending.last_seen = max(pending.last_seen, touch.seen_at)
                 pending.is_directory = pending.is_directory or touch.is_directory
@@ -250,13 +366,13 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     def _run_jobs(self, deadline: float, emitted: list[SourceEvent]) -> None:
         while self._jobs:
             job = self._jobs[0]
-            relative = next(job.paths, None)
-            if relative is None:
+            doc_id = next(job.doc_ids, None)
+            if doc_id is None:
                 self._jobs.popleft()
                 if job.whole_tree:
                     self._finish_whole_tree_scan()
                 continue
-            self._emit_resolution(relative, emitted)
+            self._emit_resolution(doc_id, emitted)
             if time.monotonic() >= deadline:
                 return
 
@@ -269,37 +385,50 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     def _has_whole_tree_job(self) -> bool:
         return any(job.whole_tree for job in self._jobs)
 
-    def _is_real_directory(self, relative: str) -> bool:
-        path = self._root / relative
-        return not path.is_symlink() and path.is_dir()
+    def _path_of(self, doc_id: str) -> Path | None:
+        """Where a doc id's file is (the root for ""), or None for an id no file can have."""
+        if doc_id == "":
+            return self._root
+        relative = path_for_doc_id(doc_id)
+        return None if relative is None else self._root / relative
 
-    def _paths_under(self, relative_dir: str) -> Iterator[str]:
-        """Every path to resolve for a folder: its documents on disk, then the
-        snapshot's paths under it that the disk no longer has."""
+    def _is_real_directory(self, doc_id: str) -> bool:
+        path = self._path_of(doc_id)
+        return path is not None and not path.is_symlink() and path.is_dir()
+
+    def _doc_ids_under(self, doc_id: str) -> Iterator[str]:
+        """Every doc id to resolve for a folder: its own (a file may have replaced it, or
+        it a file), its documents on disk, then the snapshot's ids under it that the disk
+        no longer has."""
         seen: set[str] = set()
-        if relative_dir == "" or (
-            not has_hidden_part(relative_dir) and self._is_real_directory(relative_dir)
+        if doc_id:
+            seen.add(doc_id)
+            yield doc_id  # a file now, or a file that a folder of the same name replaced
+        directory = self._path_of(doc_id)
+        if directory is not None and (
+            doc_id == "" or (not has_hidden_part(doc_id) and self._is_real_directory(doc_id))
         ):
-            directory = self._root / relative_dir if relative_dir else self._root
             for path in iter_document_paths_under(self._root, directory):
-                relative = doc_id_for_path(path.relative_to(self._root).as_posix())
-                seen.add(relative)
-                yield relative
-        prefix = f"{relative_dir}/" if relative_dir else ""
+                found = doc_id_for_path(path.relative_to(self._root).as_posix())
+                seen.add(found)
+                yield found
+        prefix = f"{doc_id}/" if doc_id else ""
         vanished = sorted(k for k in self._fingerprints if k.startswith(prefix) and k not in seen)
         yield from vanished
 
-    def _emit_resolution(self, relative: str, emitted: list[SourceEvent]) -> None:
-        event = self._resolve(relative)
+    def _emit_resolution(self, doc_id: str, emitted: list[SourceEvent]) -> None:
+        event = self._resolve(doc_id)
         if event is not None:
             emitted.append(event)
 
-    def _resolve(self, relative: str) -> SourceEvent | None:
-        """Compare one path's current bytes on disk with the snapshot."""
-        origin = f"folder:{relative}"
-        path = self._root / relative
+    def _resolve(self, doc_id: str) -> SourceEvent | None:
+        """Compare one document's current bytes on disk with the snapshot."""
+        if self._holding is not None:
+            return None
+        origin = f"folder:{doc_id}"
+        path = self._path_of(doc_id)
         version: _FileVersion | None = None
-        if is_document_path(self._root, path):
+        if path is not None and is_document_path(self._root, path):
             try:
                 version = read_file_version(path, self._options.max_document_bytes)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -308,21 +437,28 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
                 log.warning("skipping %s: cannot read it (%s); fix its permissions", path, error)
                 return None
         if version is None:
-            if self._fingerprints.pop(relative, None) is None:
-                return None
-            return SourceEvent(DocumentDelete(relative), origin, time.time())
-        if self._fingerprints.get(relative) == version.fingerprint:
+            if doc_id not in self._fingerprints or not self._root_is_there():
+                return None  # never emitted, or the whole root is gone: that is no deletion
+            del self._fingerprints[doc_id]
+            return SourceEvent(DocumentDelete(doc_id), origin, time.time())
+        if self._fingerprints.get(doc_id) == version.fingerprint:
             return None
-        self._fingerprints[relative] = version.fingerprint
-        change = DocumentUpsert(doc_id=relative, content=version.content, file_path=relative)
+        self._fingerprints[doc_id] = version.fingerprint
+        change = DocumentUpsert(
+            doc_id=doc_id, content=version.content, file_path=doc_id, size=version.size
+        )
         return SourceEvent(change, origin, version.modified_at)
 
 
 class FolderSource(FixedPartitionedSource[SourceEvent, FolderSnapshot]):
-    """A watched folder as a Bytewax source with one partition, resumable from its snapshot."""
+    """A watched folder as a Bytewax source with one partition, resumable from its snapshot.
 
-    def __init__(self, options: FolderSourceOptions) -> None:
+    `on_hold` is told when the source starts holding because its root is missing (the
+    reason) and when it goes on (None), for `kgstream status` and the metrics."""
+
+    def __init__(self, options: FolderSourceOptions, on_hold: HoldReport | None = None) -> None:
         self._options = options
+        self._on_hold = on_hold
 
     def list_parts(self) -> list[str]:
         return [PARTITION]
@@ -340,4 +476,4 @@ class FolderSource(FixedPartitionedSource[SourceEvent, FolderSnapshot]):
                 f"watched folder {str(self._options.root)!r} (step {step_id!r}) is not a folder; "
                 "create it or point the source at another one"
             )
-        return FolderPartition(self._options, resume_state)
+        return FolderPartition(self._options, resume_state, self._on_hold)

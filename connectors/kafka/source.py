@@ -240,6 +240,7 @@ class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
         self._closed = False
         self.dead_letters = 0
         self.events = 0
+        self.position_resets = 0
         consumer = new_consumer(options.bootstrap_servers, options.consumer_config)
         try:
             consumer.assign([self._tp])
@@ -286,15 +287,13 @@ class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
         ).get(self._tp, [])
         events: list[SourceEvent] = []
         for record in records:
+            if int(record.offset) < self._position:
+                continue  # read already (see _hold_position): sending it again would undo news
             event = self._decode(record)
             if event is not None:
                 events.append(event)
-            self._position = max(self._position, int(record.offset) + 1)
-        # The fetch position also moves past offsets that hold no record (compaction,
-        # transaction markers); without this a replay could wait forever for them.
-        fetched = self._consumer.position(self._tp, timeout_ms=0)
-        if fetched is not None:
-            self._position = max(self._position, int(fetched))
+            self._position = int(record.offset) + 1
+        self._hold_position()
         self.events += len(events)
         if records:
             self._next_awake = None
@@ -302,6 +301,31 @@ class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
             wait = timedelta(milliseconds=self._options.idle_wait_ms)
             self._next_awake = datetime.now(UTC) + wait
         return events
+
+    def _hold_position(self) -> None:
+        """Follow the consumer forward, never back.
+
+        The fetch position also moves past offsets that hold no record (compaction,
+        transaction markers); without following it a replay could wait forever for them.
+        It can also move back: after a broker restart kafka-python may see a leader epoch
+        it cannot validate and reset the partition by ``auto_offset_reset`` (the earliest
+        offset). This partition owns its position, so it seeks back to it, with one log line.
+        """
+        fetched = self._consumer.position(self._tp, timeout_ms=0)
+        if fetched is None or int(fetched) == self._position:
+            return
+        if int(fetched) > self._position:
+            self._position = int(fetched)
+            return
+        LOGGER.warning(
+            "Kafka consumer of %s moved back to offset %d (a reset after a broker restart); "
+            "resuming at %d, where this partition had read to",
+            part_key(*self._tp),
+            fetched,
+            self._position,
+        )
+        self.position_resets += 1
+        self._consumer.seek(self._tp, self._position)
 
     def _decode(self, record: Any) -> SourceEvent | None:
         offset = int(record.offset)

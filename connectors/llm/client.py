@@ -27,7 +27,7 @@ from typing import Protocol, cast
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
-from connectors.openai_errors import UnusableReplyError, is_transient, openai_retry
+from connectors.openai_errors import UnusableReplyError, is_transient, openai_retry, without_key
 from connectors.retry import Backoff
 from dataflow.core.prompts import ChatMessage, prompt_fingerprint
 
@@ -322,7 +322,8 @@ class ChatClient:
         where = f" {during}" if during else ""
         return LLMError(
             f"LLM call to {self._endpoint} (model {self.options.model!r}) failed{where} after "
-            f"{attempts} attempt(s); last error: {reason}: {exc}. Hint: {hint}.",
+            f"{attempts} attempt(s); last error: {reason}: "
+            f"{without_key(exc, self.options.api_key)}. Hint: {hint}.",
             endpoint=self._endpoint,
             model=self.options.model,
             attempts=attempts,

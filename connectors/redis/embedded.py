@@ -197,6 +197,49 @@ class EmbeddedRedis:
                 process.wait()
         self._process = None
 
+    def rewrite_files(self, timeout_seconds: float = 300.0) -> None:
+        """Rewrite the append-only file and the RDB snapshot from the data as they are now.
+
+        The append-only file is a log: a deleted key's values stay in it until a rewrite
+        (BGREWRITEAOF), which also makes Redis delete the old log files; SAVE then
+        rewrites dump.rdb. Returns once only the new files are left."""
+        client = self._control_client(socket_timeout_seconds=timeout_seconds)
+        deadline = time.monotonic() + timeout_seconds
+        try:
+            client.bgrewriteaof()
+            while True:
+                info = client.info("persistence")
+                rewriting = info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]
+                if not rewriting and not self._old_aof_files():
+                    break
+                if time.monotonic() > deadline:
+                    raise RedisStartError(
+                        f"redis-server on {self.data_dir} did not finish rewriting its "
+                        f"append-only file within {timeout_seconds} s; see {self.log_path}"
+                    )
+                time.sleep(0.05)
+            if info["aof_last_bgrewrite_status"] != "ok":
+                raise RedisStartError(
+                    f"redis-server on {self.data_dir} failed to rewrite its append-only "
+                    f"file; its log ({self.log_path}) ends with:\n{_log_tail(self.log_path)}"
+                )
+            client.save()
+        finally:
+            client.close()
+
+    def _old_aof_files(self) -> list[Path]:
+        """Files in the append-only directory that its manifest does not list as live."""
+        directory = self.data_dir / "appendonlydir"
+        manifests = list(directory.glob("*.manifest"))
+        live = {manifest.name for manifest in manifests}
+        for manifest in manifests:
+            for line in manifest.read_text(encoding="utf-8").splitlines():
+                fields = line.split()
+                # file <name> seq <n> type <b|i|h>: history (h) files are due for deletion
+                if len(fields) >= 6 and fields[0] == "file" and fields[5] != "h":
+                    live.add(fields[1])
+        return [path for path in directory.iterdir() if path.name not in live]
+
     def __enter__(self) -> EmbeddedRedis:
         return self.start()
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +229,10 @@ class KeyLayout:
     @property
     def retry_requests(self) -> str:
         return f"{self.prefix}retry_requests"
+
+    @property
+    def source_hold(self) -> str:
+        return f"{self.prefix}source_hold"
 
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"
@@ -694,6 +698,18 @@ class GraphStore:
         raw = self._client.hgetall(self.keys.consumer_lag)
         return {int(partition): int(lag) for partition, lag in sorted(raw.items())}
 
+    def set_source_hold(self, reason: str | None) -> None:
+        """Record why the indexer's source holds (its watched folder is missing), or that it
+        does not (None), for `kgstream status`."""
+        if reason is None:
+            self._client.delete(self.keys.source_hold)
+        else:
+            self._client.set(self.keys.source_hold, reason)
+
+    def source_hold(self) -> str | None:
+        reason = self._client.get(self.keys.source_hold)
+        return None if reason is None else str(reason)
+
     def record_dead_letter(self, origin: str, reason: str, at: float) -> None:
         """Remember a message the indexer could not decode (for `kgstream status`).
 
@@ -750,19 +766,29 @@ class GraphStore:
         return int(value) if value is not None else 0
 
     def wait_for_version(
-        self, version: int, timeout_seconds: float, poll_interval_seconds: float = 0.005
+        self,
+        version: int,
+        timeout_seconds: float,
+        poll_interval_seconds: float = 0.005,
+        give_up: Callable[[], bool] | None = None,
     ) -> int:
         """Return the current version once it is >= `version` (read-your-writes).
 
         Polls, because a GET every few milliseconds is cheap and, unlike a
         subscription, cannot miss a notification across a reconnect.
-        Raises TimeoutError when `timeout_seconds` pass first.
+        Raises TimeoutError when `timeout_seconds` pass first, InterruptedError as soon
+        as `give_up()` is true (the caller is no longer waiting: a cancelled call).
         """
         deadline = time.monotonic() + timeout_seconds
         while True:
             current = self.version()
             if current >= version:
                 return current
+            if give_up is not None and give_up():
+                raise InterruptedError(
+                    f"stopped waiting for index version {version} of workspace "
+                    f"{self.workspace!r} (at {current}): the caller gave up"
+                )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(

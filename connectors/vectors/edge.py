@@ -55,6 +55,8 @@ _RECORD_FILE = "kgstream.json"
 _SEARCH_PAYLOAD = edge.PayloadSelector.Exclude(list(INDEXED_FIELDS))
 _KEY_ONLY = edge.PayloadSelector.Include([KEY_FIELD])
 _SHARD_DIR = "shard"
+_COMPACTING_DIR = "shard.compacting"  # `compact` writes the new shard here
+_RETIRED_DIR = "shard.retired"  # then moves the old one here, the new one in, and deletes it
 
 
 class EdgeVectorStore(BaseVectorStore):
@@ -101,24 +103,60 @@ class EdgeVectorStore(BaseVectorStore):
         shard_dir = directory / _SHARD_DIR
         record_file = directory / _RECORD_FILE
         if record_file.is_file():
+            _finish_compaction(directory)
             shard = edge.EdgeShard.load(str(shard_dir))
         else:
             # A crash between creating the shard and writing the record leaves a shard
             # with no record: it can only be empty or partial, so start it again.
             shutil.rmtree(directory, ignore_errors=True)
-            config = edge.EdgeConfig(
-                vectors=edge.EdgeVectorParams(size=record.dimension, distance=edge.Distance.Cosine),
-                sparse_vectors={LEXICAL_VECTOR: edge.EdgeSparseVectorParams()},
-            )
-            shard = edge.EdgeShard.create(str(shard_dir), config)
+            shard = _new_shard(shard_dir, record.dimension)
             _write_atomically(record_file, json.dumps(record.to_metadata(), sort_keys=True))
-        indexed = shard.info().payload_schema
-        for field in index_fields:
-            if field not in indexed:
-                shard.update(
-                    edge.UpdateOperation.create_field_index(field, edge.PayloadSchemaType.Keyword)
-                )
+        _index_fields(shard, index_fields)
         self._shards[record.name] = shard
+
+    def compact(self) -> None:
+        """Rewrite every collection of the workspace into a new shard of its live points.
+
+        Deleting a point only marks it: its vector and payload (chunk text, keys) stay in
+        the segments and the write-ahead log. The rewritten shard holds only live points,
+        and the old one is deleted, so what was deleted is gone from the files. The new
+        shard is written beside the old and swapped in by renames; an interrupted swap is
+        finished when the collection is next opened (`_finish_compaction`)."""
+        for record in self._list_records():
+            directory = self.path / record.name
+            was_open = record.name in self._shards
+            old = self._shards.pop(record.name, None)
+            if old is None:
+                _finish_compaction(directory)
+                old = edge.EdgeShard.load(str(directory / _SHARD_DIR))
+            fresh_dir = directory / _COMPACTING_DIR
+            shutil.rmtree(fresh_dir, ignore_errors=True)
+            fresh = _new_shard(fresh_dir, record.dimension)
+            _index_fields(fresh, list(old.info().payload_schema))
+            offset: Any = None
+            while True:
+                points, offset = old.scroll(
+                    edge.ScrollRequest(
+                        offset=offset, limit=256, with_payload=True, with_vector=True
+                    )
+                )
+                if points:
+                    copies = [
+                        edge.Point(p.id, p.vector, p.payload or {})
+                        for p in points
+                        if p.vector is not None  # asked for with_vector: never None
+                    ]
+                    fresh.update(edge.UpdateOperation.upsert_points(copies))
+                if offset is None:
+                    break
+            old.close()
+            fresh.flush()
+            fresh.close()
+            os.replace(directory / _SHARD_DIR, directory / _RETIRED_DIR)
+            os.replace(fresh_dir, directory / _SHARD_DIR)
+            shutil.rmtree(directory / _RETIRED_DIR)
+            if was_open:
+                self._shards[record.name] = edge.EdgeShard.load(str(directory / _SHARD_DIR))
 
     def _drop(self, name: str) -> None:
         shard = self._shards.pop(name, None)
@@ -233,6 +271,35 @@ class EdgeVectorStore(BaseVectorStore):
         for shard in shards.values():
             shard.flush()
             shard.close()
+
+
+def _new_shard(shard_dir: Path, dimension: int) -> edge.EdgeShard:
+    config = edge.EdgeConfig(
+        vectors=edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine),
+        sparse_vectors={LEXICAL_VECTOR: edge.EdgeSparseVectorParams()},
+    )
+    return edge.EdgeShard.create(str(shard_dir), config)
+
+
+def _index_fields(shard: edge.EdgeShard, fields: Sequence[str]) -> None:
+    indexed = shard.info().payload_schema
+    for field in fields:
+        if field not in indexed:
+            shard.update(
+                edge.UpdateOperation.create_field_index(field, edge.PayloadSchemaType.Keyword)
+            )
+
+
+def _finish_compaction(directory: Path) -> None:
+    """After a `compact` that was interrupted: keep the old shard unless the new one had
+    already been moved in (the renames are the only steps that change which is live)."""
+    shard, retired = directory / _SHARD_DIR, directory / _RETIRED_DIR
+    if retired.exists():
+        if shard.exists():
+            shutil.rmtree(retired)
+        else:
+            os.replace(retired, shard)
+    shutil.rmtree(directory / _COMPACTING_DIR, ignore_errors=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -18,6 +18,7 @@ connectors/writes.py turns a `CommitBatch` into store writes.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -110,6 +111,15 @@ def release_acks(acks: AckCounts) -> tuple[Ack, ...]:
 RETIRED_TICKETS_KEPT = 10_000
 
 
+def retired_digest(ticket: Ticket) -> bytes:
+    """What `CommitBuffer.retired` keeps of a ticket: a digest, not the doc id and origin,
+    so the snapshots of the commit step do not name documents long deleted (`kgstream
+    compact` leaves them no trace)."""
+    return hashlib.blake2b(
+        f"{ticket.doc_id}\0{ticket.token}".encode("utf-8", "surrogatepass"), digest_size=16
+    ).digest()
+
+
 @dataclass(frozen=True)
 class CompletedDocument:
     ticket: Ticket
@@ -176,7 +186,7 @@ class CommitBuffer:
     current_chunks: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
     acks: Counter[tuple[Ticket, str]] = field(default_factory=Counter)
     early_settles: dict[Ticket, list[ChunkSettled]] = field(default_factory=dict)
-    retired: dict[Ticket, None] = field(default_factory=dict)
+    retired: dict[bytes, None] = field(default_factory=dict)  # `retired_digest`s
     entities: dict[str, EntityRendered] = field(default_factory=dict)
     relations: dict[RelationPair, RelationRendered] = field(default_factory=dict)
     chunks: dict[str, Chunk | None] = field(default_factory=dict)
@@ -228,7 +238,7 @@ class CommitBuffer:
         self._check(doc_id)
 
     def _retire(self, ticket: Ticket) -> None:
-        self.retired[ticket] = None
+        self.retired[retired_digest(ticket)] = None
         self.early_settles.pop(ticket, None)
         for key in [k for k in self.acks if k[0] == ticket]:
             del self.acks[key]
@@ -247,7 +257,7 @@ class CommitBuffer:
             and (chunk.chunk_id, chunk.file_path) in current
         ):
             self.chunk_vectors[chunk.chunk_id] = (chunk, settled.vector)
-        if settled.ticket in self.retired:
+        if retired_digest(settled.ticket) in self.retired:
             return
         progress = self.progress.get(settled.ticket.doc_id)
         if progress is None or progress.pending.ticket != settled.ticket:
@@ -259,7 +269,7 @@ class CommitBuffer:
     def _acknowledge(self, acks: tuple[Ack, ...]) -> None:
         touched = set()
         for ack in acks:
-            if ack.ticket in self.retired:
+            if retired_digest(ack.ticket) in self.retired:
                 continue
             self.acks[(ack.ticket, ack.chunk_id)] += ack.count
             touched.add(ack.ticket.doc_id)

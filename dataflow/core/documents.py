@@ -7,9 +7,10 @@ stop a stream.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import hashlib
-import posixpath
+import unicodedata
 from dataclasses import dataclass
 
 PREVIEW_CHARS = 200
@@ -24,11 +25,15 @@ class DocumentStatus(enum.Enum):
 
 @dataclass(frozen=True)
 class DocumentUpsert:
-    """A document's new content. `content` is raw bytes (as read or received) or text."""
+    """A document's new content. `content` is raw bytes (as read or received) or text.
+
+    `size` is the whole document's size in bytes when `content` holds only its start: the
+    folder source does not read a file past the size limit, yet the failure names its size."""
 
     doc_id: str
     content: bytes | str
     file_path: str = ""
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ _FAILURE_PREFIXES = (
     ("document is empty", "empty"),
     ("document is ", "too_large"),  # "document is N bytes, over the limit ..."
     ("content is binary", "binary"),
-    ("content is not valid UTF-8", "not_utf8"),
+    ("content is not valid ", "not_utf8"),  # UTF-8, or UTF-16/32 after their byte-order mark
     ("text holds an unpaired surrogate", "not_utf8"),
     ("extraction failed", "extraction"),
 )
@@ -101,6 +106,13 @@ def failure_kind(reason: str) -> str:
 
 
 @dataclass(frozen=True)
+class DocumentFailureReason:
+    """Why some content is not a document (before it has an id to fail)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class DocumentFailure:
     doc_id: str
     file_path: str
@@ -113,27 +125,57 @@ def content_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+ZERO_WIDTH_CHARACTERS = "\u200b\u200c\u200d\u2060\ufeff"
+"""Dropped from every text: zero-width space, non-joiner and joiner, word joiner, and the
+zero-width no-break space (a byte-order mark, wherever it is). They are invisible, and left in
+they split names ("Zoe\u200bQuist") and make equal texts hash differently."""
+
+_DROPPED = dict.fromkeys(map(ord, "\x00" + ZERO_WIDTH_CHARACTERS))
+
+
 def clean_text(text: str) -> str:
-    """Drop NUL bytes and surrounding whitespace (what LightRAG does before chunking)."""
-    return text.replace("\x00", "").strip()
+    """The text the index sees: NUL and zero-width characters dropped, composed to Unicode
+    NFC (macOS writes names decomposed: "Zoe\u0308" is then "Zo\u00eb", one letter), and
+    surrounding whitespace stripped (what LightRAG does before chunking)."""
+    return unicodedata.normalize("NFC", text.translate(_DROPPED)).strip()
+
+
+_BYTE_ORDER_MARKS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32LE"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32BE"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16LE"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16BE"),
+)
+
+
+def _encoding_of(raw: bytes) -> tuple[int, str, str]:
+    """(byte-order mark length, codec, name) of a document's bytes: UTF-8 without a mark."""
+    for mark, codec, name in _BYTE_ORDER_MARKS:
+        if raw.startswith(mark):
+            return len(mark), codec, name
+    return 0, "utf-8", "UTF-8"
+
+
+def decode_content(raw: bytes) -> str | DocumentFailureReason:
+    """A document's bytes as text: UTF-8 (with or without a byte-order mark), or UTF-16 or
+    UTF-32 with their byte-order mark; or why they are not text."""
+    mark_length, codec, name = _encoding_of(raw)
+    if mark_length == 0 and _looks_binary(raw[:4096].decode("latin-1")):
+        return DocumentFailureReason("content is binary, not text")
+    try:
+        return raw[mark_length:].decode(codec)
+    except UnicodeDecodeError as error:
+        return DocumentFailureReason(
+            f"content is not valid {name} (byte {mark_length + error.start}: {error.reason}); "
+            "convert the file to UTF-8"
+        )
 
 
 def preview_of(text: str, limit: int = PREVIEW_CHARS) -> str:
     """A one-line preview: whitespace collapsed, cut at `limit` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "\u2026"
-
-
-def doc_id_for_path(relative_path: str) -> str:
-    """The doc id of a file in a watched folder: its normalised, root-relative POSIX path.
-
-    Raises ValueError for a path that escapes the root or is empty, since such a
-    path can only come from a bug in the caller.
-    """
-    path = posixpath.normpath(relative_path.replace("\\", "/"))
-    if path in ("", ".") or path.startswith("../") or path == ".." or path.startswith("/"):
-        raise ValueError(f"doc id needs a path relative to the watched root; got {relative_path!r}")
-    return path
 
 
 _TEXT_CONTROLS = frozenset("\t\n\r\f\v")
@@ -162,6 +204,8 @@ def prepare_document(
         return DocumentFailure(doc_id, file_path, problem)
     raw = change.content
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if change.size is not None:
+        size = max(size, change.size)
     if size > limits.max_bytes:
         return DocumentFailure(
             doc_id,
@@ -170,17 +214,10 @@ def prepare_document(
             "(raise max_document_bytes to index it)",
         )
     if isinstance(raw, bytes):
-        if _looks_binary(raw[:4096].decode("latin-1")):
-            return DocumentFailure(doc_id, file_path, "content is binary, not text")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return DocumentFailure(
-                doc_id,
-                file_path,
-                f"content is not valid UTF-8 (byte {error.start}: {error.reason}); "
-                "convert the file to UTF-8",
-            )
+        decoded = decode_content(raw)
+        if isinstance(decoded, DocumentFailureReason):
+            return DocumentFailure(doc_id, file_path, decoded.reason)
+        text = decoded
     else:
         text = raw
         try:

@@ -120,13 +120,17 @@ def _live_source(
 
         return KafkaDocumentSource(options, record_dead_letter(graph, metrics))
     from connectors.folder.source import FolderSource, FolderSourceOptions
+    from kgstream.telemetry import record_source_hold
 
     folder: Path = args.watch or Path("docs")
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder", "pass --watch DIR (or --kafka HOST:PORT)")
     print(f"kgstream: watching {folder.resolve()} (data in {settings.data_dir})", flush=True)
+    on_hold = record_source_hold(graph, metrics)
+    on_hold(None)  # a hold recorded by a run that was killed is over
     return FolderSource(
-        FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes)
+        FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes),
+        on_hold,
     )
 
 

@@ -1,5 +1,5 @@
-"""The commands that look at an index: `status`, `export`, `preview`, `config`,
-`rebuild-vectors`."""
+"""The commands that look at an index: `status`, `export`, `preview`, `config`; and
+those that maintain a stopped one: `rebuild-vectors`, `compact`."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ def status_data(graph: Any) -> dict[str, Any]:
         "index_version": graph.version(),
         "records": graph.record_counts(),
         "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
+        "source_hold": graph.source_hold(),
         "dead_letters": {
             "count": dead_count,
             "newest": [
@@ -106,6 +107,8 @@ def print_status(graph: Any, as_json: bool) -> None:
     if data["consumer_lag"]:
         lag = ", ".join(f"partition {p}: {n}" for p, n in data["consumer_lag"].items())
         print(f"consumer lag: {lag}")
+    if data["source_hold"]:
+        print(f"source holding: {data['source_hold']}; its documents are kept until it is back")
     for failure in data["failures"]:
         print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
     if any(failure["retryable"] for failure in data["failures"]):
@@ -153,3 +156,38 @@ def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int
                 embedded.stop()
     print(", ".join(f"{count} {kind}" for kind, count in counts.items()) + " re-embedded")
     return 0
+
+
+def command_compact(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.stores import open_graph_store, open_vector_store
+    from connectors.vectors.edge import EdgeVectorStore
+    from kgstream.assembly import store_locations
+    from kgstream.maintenance import compact
+
+    if settings.redis_url or settings.qdrant_url:
+        raise UserError(
+            "compact rewrites the embedded stores' files under --data; Redis and Qdrant "
+            "servers keep their own files",
+            "on a Redis server run BGREWRITEAOF and SAVE; Qdrant's optimizer vacuums deletes",
+        )
+    require_index(settings)
+    with data_dir_lock(settings.data_dir):
+        before = _bytes_under(settings.data_dir)
+        _, embedded = open_graph_store(store_locations(settings))
+        vectors = open_vector_store(store_locations(settings))
+        assert embedded is not None and isinstance(vectors, EdgeVectorStore)  # not servers
+        try:
+            compact(embedded, vectors, settings.data_dir / "recovery")
+        finally:
+            vectors.close()
+            embedded.stop()
+        after = _bytes_under(settings.data_dir)
+    print(
+        f"compacted {settings.data_dir}: {before:,} -> {after:,} bytes; what deleted "
+        "documents held is gone from its files"
+    )
+    return 0
+
+
+def _bytes_under(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())

@@ -22,13 +22,14 @@ def start_gateway(settings: Settings, engine: Any, stores: Any) -> Any:
             str(error), "is another gateway running there? pass --grpc HOST:PORT (or --no-serve)"
         ) from None
     stores.vectors.start_key_warmup()
-    _print_serving(gateway.address)
+    _print_serving(gateway.address, tls=settings.grpc_tls_cert_path is not None)
     return gateway
 
 
-def _print_serving(address: str) -> None:
+def _print_serving(address: str, tls: bool = False) -> None:
+    transport = "gRPC over TLS" if tls else "gRPC"
     print(
-        f"kgstream: gateway on {address} (gRPC; health and reflection on)\n"
+        f"kgstream: gateway on {address} ({transport}; health and reflection on)\n"
         f'  ask:   kgstream query "your question" --grpc {address}\n'
         "  yours: kgstream run --watch YOUR_FOLDER --data YOUR_DATA_DIR\n"
         "  LLM:   set OPENAI_BASE_URL, OPENAI_API_KEY and KGSTREAM_LLM_MODEL for answers and "
@@ -94,7 +95,7 @@ def _query_gateway(address: str, request: Any, context_only: bool, settings: Set
     metadata = []
     if settings.grpc_auth_token:
         metadata.append(("authorization", f"Bearer {settings.grpc_auth_token}"))
-    with grpc.insecure_channel(address) as channel:
+    with _gateway_channel(address, settings) as channel:
         stub = query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
         try:
             if context_only:
@@ -106,6 +107,23 @@ def _query_gateway(address: str, request: Any, context_only: bool, settings: Set
                 f"the gateway at {address} answered {error.code().name}: {error.details()}",
                 "is `kgstream run` (or `kgstream serve`) running there?",
             ) from None
+
+
+def _gateway_channel(address: str, settings: Settings) -> Any:
+    """A channel to the gateway: TLS when the gateway's certificate is set (trusted as the
+    root: a self-signed one works), plaintext otherwise."""
+    import grpc
+
+    if settings.grpc_tls_cert_path is None:
+        return grpc.insecure_channel(address)
+    try:
+        root = settings.grpc_tls_cert_path.read_bytes()
+    except OSError as error:
+        raise UserError(
+            f"cannot read grpc_tls_cert_path {settings.grpc_tls_cert_path}: {error}",
+            "set KGSTREAM_GRPC_TLS_CERT_PATH to the gateway's certificate (PEM)",
+        ) from None
+    return grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=root))
 
 
 def _query_stores(settings: Settings, request: Any, context_only: bool) -> Any:

@@ -7,9 +7,10 @@ from dataflow.core.documents import (
     DocumentUpsert,
     PreparedDocument,
     content_hash,
-    doc_id_for_path,
+    failure_kind,
     prepare_document,
 )
+from dataflow.core.offline.extractor import extract_offline
 
 
 def prepared(content: bytes | str, **kwargs: object) -> PreparedDocument:
@@ -33,6 +34,40 @@ def test_text_is_stripped_and_nul_bytes_dropped():
 
 def test_utf8_bytes_are_decoded():
     assert prepared("Zürich café".encode()).text == "Zürich café"
+
+
+def test_decomposed_text_is_composed_so_a_name_stays_one_entity():
+    doc = prepared("Zoe\u0308 Quist met Bob Tanaka in Geneva.".encode())  # NFD, as macOS writes
+    assert doc.text == "Zo\u00eb Quist met Bob Tanaka in Geneva."
+    names = {entity.name for entity in extract_offline(doc.text).entities}
+    assert "Zo\u00eb Quist" in names and "Zoe" not in names and "Quist" not in names
+    assert prepared("Zoe\u0308").content_hash == prepared("Zo\u00eb").content_hash  # text too
+
+
+def test_zero_width_characters_and_byte_order_marks_are_dropped():
+    doc = prepared("\ufeffZoe\u200b Quist\u2060 met\u200c Bob\u200d Tanaka.\ufeff")
+    assert doc.text == "Zoe Quist met Bob Tanaka."
+    assert prepared(b"\xef\xbb\xbfHello").content_hash == prepared(b"Hello").content_hash
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_utf16_and_utf32_with_a_byte_order_mark_decode_like_utf8(codec):
+    text = "Zürich café: Zoë Quist met Bob Tanaka."
+    raw = text.encode(codec)
+    if codec in ("utf-16-le", "utf-16-be"):  # these codecs write no mark: add it
+        raw = ("\ufeff" + text).encode(codec)
+    doc = prepared(raw)
+    assert doc.text == text and doc.content_hash == prepared(text.encode()).content_hash
+
+
+def test_utf16_without_a_byte_order_mark_is_binary():
+    assert "binary" in failure("Hello world, plain text".encode("utf-16-le")).reason
+
+
+def test_broken_utf16_after_its_mark_fails_naming_the_encoding_and_the_byte():
+    reason = failure(b"\xff\xfeH\x00i\x00\x00\xd8!\x00").reason  # a lone high surrogate
+    assert reason.startswith("content is not valid UTF-16LE (byte 6:"), reason
+    assert failure_kind(reason) == "not_utf8"
 
 
 def test_content_hash_ignores_surrounding_whitespace_but_not_content():
@@ -70,14 +105,6 @@ def test_document_over_the_size_limit_fails_naming_the_limit():
 def test_size_limit_must_be_positive():
     with pytest.raises(ValueError, match="max_bytes"):
         DocumentLimits(max_bytes=0)
-
-
-def test_doc_id_for_path_is_normalised_posix_relative_path():
-    assert doc_id_for_path("notes/./a.md") == "notes/a.md"
-    assert doc_id_for_path("notes\\sub\\b.md") == "notes/sub/b.md"
-    for bad in ("", ".", "../x", "/etc/passwd"):
-        with pytest.raises(ValueError, match="relative"):
-            doc_id_for_path(bad)
 
 
 @pytest.mark.parametrize("doc_id", ["", "  ", "a\x00b", "p/" * 600])

@@ -341,9 +341,9 @@ class SignallingGraphStore(GraphStore):
 
     waiting = threading.Event()
 
-    def wait_for_version(self, version, timeout_seconds, poll_interval_seconds=0.005):
+    def wait_for_version(self, version, timeout_seconds, poll_interval_seconds=0.005, give_up=None):
         self.waiting.set()
-        return super().wait_for_version(version, timeout_seconds, poll_interval_seconds)
+        return super().wait_for_version(version, timeout_seconds, poll_interval_seconds, give_up)
 
 
 def test_min_index_version_waits_for_a_write_made_during_the_call(corpus, redis_server):

@@ -272,6 +272,29 @@ def test_unknown_entities_relations_and_documents_are_not_found(
     assert what in details and "index version" in details
 
 
+HUGE_NAME = "Zed " + "x" * 1_000_000  # 1 MB: fits a request, not a status message
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.GetEntity(pb.GetEntityRequest(name=HUGE_NAME), timeout=30),
+        lambda s: s.GetRelation(
+            pb.GetRelationRequest(source=HUGE_NAME, target="Carla Diaz"), timeout=30
+        ),
+        lambda s: s.GetSubgraph(pb.GetSubgraphRequest(seed=HUGE_NAME), timeout=30),
+        lambda s: s.GetDocument(pb.GetDocumentRequest(doc_id=HUGE_NAME), timeout=30),
+    ],
+)
+def test_not_found_for_a_1_mb_name_quotes_its_start_and_length_not_the_whole_name(
+    stub: query_pb2_grpc.KnowledgeGraphStub, call: object
+) -> None:
+    code, details = status_of(lambda: call(stub))  # type: ignore[operator]
+    assert code == grpc.StatusCode.NOT_FOUND  # not RESOURCE_EXHAUSTED by an echoed name
+    assert len(details) < 1000
+    assert "'Zed xxxxxxxx" in details and f"... ({len(HUGE_NAME)} characters)" in details
+
+
 @pytest.mark.parametrize(
     ("call", "field"),
     [

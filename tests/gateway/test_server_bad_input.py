@@ -13,9 +13,12 @@ import grpc
 import pytest
 
 from gateway import convert
-from gateway.types import MAX_QUESTION_CHARS, Mode
+from gateway.engine import EngineOptions, QueryEngine
+from gateway.keywords import OfflineKeywordExtractor
+from gateway.types import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUESTION_CHARS, Mode, RequestLimits
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
+from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import new_engine, running_gateway, status_of
 from tests.support.llm_server import OpenAICompatibleServer
@@ -138,3 +141,59 @@ def test_an_empty_question_is_invalid_argument_naming_the_field(
         code, details = status_of(lambda r=request: no_llm.Query(r, timeout=30))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
         assert details.startswith("question:") and "is empty" in details
+
+
+def test_keywords_over_the_count_or_length_limit_are_invalid_argument_naming_limit_and_size(
+    no_llm: query_pb2_grpc.KnowledgeGraphStub,
+) -> None:
+    many = [f"keyword {i}" for i in range(10_000)]  # took 49 s before the limit
+    cases = {
+        "low_level_keywords: 10000 keywords given": pb.QueryRequest(low_level_keywords=many),
+        f"high_level_keywords: {MAX_KEYWORDS + 1} keywords given": pb.QueryRequest(
+            question="Who?", high_level_keywords=many[: MAX_KEYWORDS + 1]
+        ),
+        f"low_level_keywords: {MAX_KEYWORDS + 1} keywords given": pb.QueryRequest(
+            high_level_keywords=many[:50], low_level_keywords=many[50 : MAX_KEYWORDS + 1]
+        ),
+        "low_level_keywords[1]: is 201 characters long": pb.QueryRequest(
+            low_level_keywords=["Atlas Project", "x" * (MAX_KEYWORD_CHARS + 1)]
+        ),
+    }
+    for expected, request in cases.items():
+        for call in (
+            lambda r=request: no_llm.Retrieve(r, timeout=10),
+            lambda r=request: no_llm.Query(r, timeout=10),
+            lambda r=request: list(no_llm.QueryStream(r, timeout=10)),
+        ):
+            code, details = status_of(call)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+            assert details.startswith(expected), details
+            limit = MAX_KEYWORD_CHARS if "characters" in expected else MAX_KEYWORDS
+            assert f"the limit is {limit}" in details, details
+
+
+def test_keywords_at_the_limits_are_answered(no_llm: query_pb2_grpc.KnowledgeGraphStub) -> None:
+    request = pb.QueryRequest(
+        high_level_keywords=[f"theme {i}" for i in range(MAX_KEYWORDS - 1)],
+        low_level_keywords=["Atlas Project " + "x" * (MAX_KEYWORD_CHARS - 14)],
+    )
+    assert no_llm.Retrieve(request, timeout=60).index_version > 0
+
+
+def test_request_limits_are_settings(corpus: Corpus) -> None:
+    limits = RequestLimits(max_question_chars=10, max_keywords=2, max_keyword_chars=5)
+    options = EngineOptions(limits=limits)
+    engine = QueryEngine(
+        corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor(), options=options
+    )
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        for request, expected in (
+            (pb.QueryRequest(question="Who leads it?"), "question: is 13 characters long"),
+            (pb.QueryRequest(low_level_keywords=["a", "b", "c"]), "low_level_keywords: 3"),
+            (pb.QueryRequest(low_level_keywords=["abcdef"]), "low_level_keywords[0]: is 6"),
+        ):
+            code, details = status_of(lambda r=request: stub.Retrieve(r, timeout=10))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT
+            assert details.startswith(expected), details
+        assert stub.Retrieve(pb.QueryRequest(question="Atlas?"), timeout=30).index_version > 0

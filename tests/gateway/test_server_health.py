@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -17,8 +18,11 @@ from connectors.vectors.qdrant import QdrantClientVectorStore
 from gateway.engine import QueryEngine
 from gateway.health import HealthCheck
 from gateway.server import RunningServer, ServerOptions, serve
-from tests.gateway.corpus import Corpus
-from tests.gateway.test_server import new_engine
+from protos.kgstream.v1 import query_pb2 as pb
+from protos.kgstream.v1 import query_pb2_grpc
+from tests.gateway.corpus import Corpus, build_corpus
+from tests.gateway.test_server import QUESTION, new_engine, status_of
+from tests.gateway.test_server_safety import listed_services
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.redis import RedisTestServer
 
@@ -96,3 +100,65 @@ def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
         assert statuses(served.address) == {SERVING}
     finally:
         served.stop()
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Failed to obtain server version:UserWarning"
+)  # the test above's
+def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all_return_with_it(
+    tmp_path: Path,
+) -> None:
+    """A real redis-server holding an indexed corpus, stopped and restarted in place."""
+    redis_server = RedisTestServer(persistent=True).start()
+    own = build_corpus(redis_server.url, tmp_path)
+    engine = new_engine(own, None)
+    checks: dict[str, HealthCheck] = {"Redis": own.stores.graph.ping}
+    running = serve(
+        engine,
+        own.stores.graph,
+        ServerOptions("127.0.0.1:0", health_interval_seconds=0.05),
+        health_checks=checks,
+    )
+    channel = grpc.insecure_channel(running.address)
+    stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+    question = pb.QueryRequest(question=QUESTION)
+    needs_redis = {
+        "Retrieve": lambda: stub.Retrieve(question, timeout=15),
+        "Query": lambda: stub.Query(question, timeout=15),
+        "QueryStream": lambda: list(stub.QueryStream(question, timeout=15)),
+        "GetEntity": lambda: stub.GetEntity(pb.GetEntityRequest(name="Carla Diaz"), timeout=15),
+        "GetSubgraph": lambda: stub.GetSubgraph(
+            pb.GetSubgraphRequest(seed="Carla Diaz"), timeout=15
+        ),
+        "GetDocument": lambda: stub.GetDocument(
+            pb.GetDocumentRequest(doc_id="projects/atlas.md"), timeout=15
+        ),
+        "ListDocuments": lambda: stub.ListDocuments(pb.ListDocumentsRequest(), timeout=15),
+    }
+    try:
+        before = {name: call() for name, call in needs_redis.items()}
+        port = redis_server.port
+        redis_server.stop(keep_data=True)
+        wait_for(running.address, NOT_SERVING)
+        for name, call in needs_redis.items():
+            started = time.monotonic()
+            code, details = status_of(call)
+            assert code == grpc.StatusCode.UNAVAILABLE, (name, code, details)
+            assert time.monotonic() - started < 10, name  # answered, not hung to the deadline
+        # What does not need Redis keeps answering: health (NOT_SERVING), reflection, and
+        # requests refused on their own fields.
+        assert "kgstream.v1.KnowledgeGraph" in listed_services(channel)
+        code, details = status_of(lambda: stub.GetEntity(pb.GetEntityRequest(name=" "), timeout=5))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+
+        redis_server.start(port)
+        wait_for(running.address, SERVING)
+        after = {name: call() for name, call in needs_redis.items()}
+        assert after["Retrieve"] == before["Retrieve"]
+        assert after["GetEntity"] == before["GetEntity"]
+        assert after["ListDocuments"] == before["ListDocuments"]
+    finally:
+        channel.close()
+        running.stop()
+        own.close()
+        redis_server.stop()

@@ -5,22 +5,27 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 import pytest
 from google.protobuf import descriptor_pb2
+from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from connectors.llm.client import ChatClient, LLMOptions
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
 from dataflow.core.documents import DocumentUpsert
 from gateway.engine import EngineOptions, QueryEngine
-from gateway.keywords import OfflineKeywordExtractor
+from gateway.keywords import LLMKeywordExtractor, OfflineKeywordExtractor
 from gateway.reflection import V1_SERVICE, V1ALPHA_SERVICE
 from gateway.server import ServerOptions
-from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
+from gateway.types import CallAbandoned, DeadlinePassed
+from protos.kgstream.v1 import ingest_pb2, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
@@ -39,29 +44,81 @@ def engine(corpus: Corpus, llm_server: OpenAICompatibleServer) -> QueryEngine:
 # -- auth --------------------------------------------------------------------------------
 
 
-def test_with_a_token_set_calls_without_the_right_bearer_token_are_unauthenticated(
+# One valid request per RPC of both services; the test below checks that none is missing.
+SAMPLE_REQUESTS: dict[str, Any] = {
+    "/kgstream.v1.KnowledgeGraph/Query": pb.QueryRequest(question=QUESTION),
+    "/kgstream.v1.KnowledgeGraph/QueryStream": pb.QueryRequest(question=QUESTION),
+    "/kgstream.v1.KnowledgeGraph/Retrieve": pb.QueryRequest(question=QUESTION),
+    "/kgstream.v1.KnowledgeGraph/GetEntity": pb.GetEntityRequest(name="Carla Diaz"),
+    "/kgstream.v1.KnowledgeGraph/GetRelation": pb.GetRelationRequest(
+        source="Carla Diaz", target="Atlas Project"
+    ),
+    "/kgstream.v1.KnowledgeGraph/GetSubgraph": pb.GetSubgraphRequest(seed="Carla Diaz"),
+    "/kgstream.v1.KnowledgeGraph/GetDocument": pb.GetDocumentRequest(doc_id="projects/atlas.md"),
+    "/kgstream.v1.KnowledgeGraph/ListDocuments": pb.ListDocumentsRequest(),
+    "/kgstream.v1.Ingest/UpsertDocument": ingest_pb2.UpsertDocumentRequest(
+        doc_id="a.md", content=b"x"
+    ),
+    "/kgstream.v1.Ingest/DeleteDocument": ingest_pb2.DeleteDocumentRequest(doc_id="a.md"),
+}
+
+
+def every_rpc() -> list[tuple[str, bool, Any]]:
+    """(path, server-streaming, response class) of every method of both services."""
+    rpcs = []
+    for file in (pb.DESCRIPTOR, ingest_pb2.DESCRIPTOR):
+        for service in file.services_by_name.values():
+            for method in service.methods:
+                path = f"/{service.full_name}/{method.name}"
+                rpcs.append((path, method.server_streaming, GetMessageClass(method.output_type)))
+    return rpcs
+
+
+def call_rpc(channel: grpc.Channel, rpc: tuple[str, bool, Any], metadata: Any) -> object:
+    path, streaming, response = rpc
+    request = SAMPLE_REQUESTS[path]
+    if streaming:
+        call = channel.unary_stream(path, request.SerializeToString, response.FromString)
+        return list(call(request, metadata=metadata, timeout=30))
+    return channel.unary_unary(path, request.SerializeToString, response.FromString)(
+        request, metadata=metadata, timeout=30
+    )
+
+
+def test_with_a_token_set_every_rpc_needs_the_bearer_token_and_health_and_reflection_do_not(
     engine: QueryEngine, corpus: Corpus
 ) -> None:
+    rpcs = every_rpc()
+    assert {path for path, _, _ in rpcs} == set(SAMPLE_REQUESTS)  # a new RPC needs a sample
     options = ServerOptions(address="127.0.0.1:0", auth_token=TOKEN)
+    refused = {
+        "missing": (),
+        "wrong token": (("authorization", "Bearer wrong"),),
+        "no scheme": (("authorization", TOKEN),),
+        "other scheme": (("authorization", f"Basic {TOKEN}"),),
+    }
     with running_gateway(engine, corpus.stores.graph, options) as (_, channel):
-        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
-        ingest = ingest_pb2_grpc.IngestStub(channel)
-        request = pb.QueryRequest(question=QUESTION)
-        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),)):
-            code, details = status_of(lambda md=metadata: stub.Retrieve(request, metadata=md))
-            assert code == grpc.StatusCode.UNAUTHENTICATED, metadata
-            assert "authorization" in details
-            code, _ = status_of(lambda md=metadata: list(stub.QueryStream(request, metadata=md)))
-            assert code == grpc.StatusCode.UNAUTHENTICATED
-        code, _ = status_of(
-            lambda: ingest.DeleteDocument(ingest_pb2.DeleteDocumentRequest(doc_id="a"))
-        )
-        assert code == grpc.StatusCode.UNAUTHENTICATED  # checked before FAILED_PRECONDITION
+        for rpc in rpcs:
+            for why, metadata in refused.items():
+                code, details = status_of(lambda r=rpc, md=metadata: call_rpc(channel, r, md))
+                assert code == grpc.StatusCode.UNAUTHENTICATED, (rpc[0], why)
+                assert "authorization" in details
+                assert TOKEN not in details
+            for scheme in ("Bearer", "bearer", "BEARER"):
+                good = (("authorization", f"{scheme} {TOKEN}"),)
+                try:
+                    call_rpc(channel, rpc, good)
+                except grpc.RpcError as error:  # the request's own answer, past auth
+                    assert error.code() != grpc.StatusCode.UNAUTHENTICATED, (rpc[0], scheme)
+                    # The handler's own answers: no event log here, an unknown relation.
+                    assert error.code() in (
+                        grpc.StatusCode.FAILED_PRECONDITION,
+                        grpc.StatusCode.NOT_FOUND,
+                    ), (rpc[0], error)
 
-        good = (("authorization", f"Bearer {TOKEN}"),)
-        assert stub.Retrieve(request, metadata=good, timeout=30).entities
-        events = list(stub.QueryStream(request, metadata=good, timeout=30))
-        assert events[-1].WhichOneof("event") == "done"
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        good = (("authorization", f"bearer {TOKEN}"),)
+        assert stub.Retrieve(pb.QueryRequest(question=QUESTION), metadata=good, timeout=30).entities
 
         # Health and reflection stay open without a token.
         health = health_pb2_grpc.HealthStub(channel)
@@ -199,11 +256,126 @@ def test_a_min_index_version_wait_without_a_deadline_stops_at_the_servers_maximu
         code, details = status_of(lambda: stub.Retrieve(request))  # no deadline
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         assert f"min_index_version {unreachable} not reached within 0.3 s" in details
-        assert "the call set no deadline, so the wait stopped at the server's maximum" in details
-        # With a deadline of its own, the call is told about its deadline, not the maximum.
+        assert "the wait stopped at the server's maximum, 0.3 s (version_wait_seconds)" in details
+        # A deadline longer than the maximum is cut by it too.
+        started = time.monotonic()
+        code, details = status_of(lambda: stub.Retrieve(request, timeout=30))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "server's maximum" in details and time.monotonic() - started < 10
+        # With a shorter deadline of its own, the call is told about its deadline.
         code, details = status_of(lambda: stub.Retrieve(request, timeout=0.3))
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "server's maximum" not in details
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.01)
+
+
+def test_sixteen_min_index_version_waiters_leave_health_and_retrieve_answering(
+    engine: QueryEngine, corpus: Corpus
+) -> None:
+    """16 waits used to occupy all 16 gRPC workers, so even the health check timed out."""
+    assert ServerOptions().max_workers == 16 and engine.options.max_version_waits == 8
+    unreachable = corpus.stores.graph.version() + 1000
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        waiting = pb.QueryRequest(question=QUESTION, min_index_version=unreachable)
+        waiters = [stub.Retrieve.future(waiting) for _ in range(16)]  # no deadline of their own
+        refused = lambda: [w for w in waiters if w.done()]  # noqa: E731
+        wait_until(lambda: len(refused()) == 8, 10, "8 waiters over the limit refused")
+        for waiter in refused():
+            assert waiter.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "8 calls wait for min_index_version already" in waiter.details()
+
+        health = health_pb2_grpc.HealthStub(channel)
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == (
+            health_pb2.HealthCheckResponse.SERVING
+        )
+        assert stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=5).entities
+
+        # Cancelled waiters free their places at once, not at the 30 s maximum.
+        for waiter in waiters:
+            waiter.cancel()
+
+        def admitted() -> bool:
+            try:
+                stub.Retrieve(waiting, timeout=0.2)
+            except grpc.RpcError as error:
+                return error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            return False
+
+        wait_until(admitted, 10, "a new waiter admitted after the others were cancelled")
+
+
+class CountingEmbedder:
+    """The corpus's real embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return self._embedder.embed(texts)
+
+
+class FinishLine:
+    """An engine that says when each call ended and with what (the test's condition)."""
+
+    def __init__(self, engine: QueryEngine) -> None:
+        self._engine = engine
+        self.ended = threading.Semaphore(0)
+        self.errors: list[Exception] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def retrieve(self, params: Any, deadline: Any) -> Any:
+        try:
+            return self._engine.retrieve(params, deadline)
+        except Exception as error:
+            self.errors.append(error)
+            raise
+        finally:
+            self.ended.release()
+
+
+def test_a_call_the_client_left_stops_before_embedding_the_question(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    embedder = CountingEmbedder(corpus.embedder)
+    client = ChatClient(LLMOptions(base_url=llm_server.base_url, model="m", max_retries=0))
+    engine = FinishLine(
+        QueryEngine(corpus.stores, embedder, TOKENIZER, LLMKeywordExtractor(client))
+    )
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):  # type: ignore[arg-type]
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        for how in ("deadline", "cancel"):
+            question = f"Who leads the Atlas Project? ({how})"
+            llm_server.stall_next(1.5)  # the keyword call outlasts the client
+            request = pb.QueryRequest(question=question)
+            if how == "deadline":
+                code, _ = status_of(lambda r=request: stub.Retrieve(r, timeout=0.3))
+                assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+            else:
+                pending = stub.Retrieve.future(request)
+                assert llm_server.wait_for(lambda: llm_server.in_flight == 1, timeout=10)
+                pending.cancel()
+            assert engine.ended.acquire(timeout=30), "the engine call never ended"
+            error = engine.errors[-1]
+            assert isinstance(error, DeadlinePassed if how == "deadline" else CallAbandoned)
+            assert str(error).endswith("before embedding the question and keywords"), error
+            assert not [text for text in embedder.texts if how in text]
+        # A call that stays gets the whole work.
+        answered = stub.Retrieve(pb.QueryRequest(question=QUESTION), timeout=30)
+        assert answered.entities and embedder.texts
 
 
 def test_min_index_version_waits_for_an_update_written_during_the_call(

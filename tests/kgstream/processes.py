@@ -25,6 +25,17 @@ def clean_environment(llm_server_url: str) -> dict[str, str]:
     return environment
 
 
+def llm_environment(llm_server_url: str) -> dict[str, str]:
+    """`clean_environment` extracting through the test server too (two calls at a time)."""
+    environment = clean_environment(llm_server_url)
+    environment.update(
+        KGSTREAM_LLM_BASE_URL=llm_server_url,
+        KGSTREAM_LLM_MODEL="test-chat-model",
+        KGSTREAM_LLM_MAX_CONCURRENCY="2",
+    )
+    return environment
+
+
 def kgstream(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "kgstream.cli", *args],

@@ -12,7 +12,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from connectors.kafka.producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
-from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
+from tests.kgstream.processes import finish, kgstream, llm_environment, wait_until
 from tests.support.llm_server import offline_extraction_reply
 
 _topics = itertools.count()
@@ -60,13 +60,7 @@ def export(data: Path, env: dict[str, str]) -> dict:
 @pytest.fixture
 def env(llm_server):
     llm_server.responder = offline_extraction_reply
-    environment = clean_environment(llm_server.base_url)
-    environment.update(
-        KGSTREAM_LLM_BASE_URL=llm_server.base_url,
-        KGSTREAM_LLM_MODEL="test-chat-model",
-        KGSTREAM_LLM_MAX_CONCURRENCY="2",
-    )
-    return environment
+    return llm_environment(llm_server.base_url)
 
 
 @pytest.fixture

@@ -245,6 +245,15 @@ class KafkaBroker:
             process.kill()
             process.wait(timeout=self.options.stop_timeout_s)
 
+    def start_again(self) -> None:
+        """Start a stopped broker on its old ports and storage, as a restart does: the
+        topics, their messages and the cluster id survive."""
+        if self._process is not None:
+            raise KafkaBrokerError(f"the Kafka broker in {self.work_dir} is already running.")
+        if self.broker_port is None:
+            raise KafkaBrokerError("start_again() needs a broker that was started before.")
+        self._launch(self.work_dir / "server.properties", self.work_dir / "log4j2.properties")
+
     def create_topic(
         self, name: str, partitions: int, configs: Mapping[str, str] | None = None
     ) -> None:
@@ -300,7 +309,10 @@ class KafkaBroker:
         log4j_path.write_text(render_log4j2_properties(self.log_path), encoding="utf-8")
         self._format_storage(config_path, log4j_path)
         self.broker_port = broker_port
-        with self.process_output_path.open("wb") as output:
+        self._launch(config_path, log4j_path)
+
+    def _launch(self, config_path: Path, log4j_path: Path) -> None:
+        with self.process_output_path.open("ab") as output:
             self._process = subprocess.Popen(
                 [*self._java_command(log4j_path), "kafka.Kafka", str(config_path)],
                 cwd=self.work_dir,

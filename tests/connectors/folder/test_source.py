@@ -335,25 +335,77 @@ def test_rewriting_identical_bytes_emits_nothing(root: Path, start: PartitionFac
     driver.expect_nothing_before(root / "sentinel.md")
 
 
-def test_oversized_file_emits_an_upsert_the_core_fails_with_the_size_reason(
+def test_oversized_file_emits_an_upsert_the_core_fails_naming_the_files_real_size(
     root: Path, start: PartitionFactory
 ) -> None:
     limit = 100
     driver = start(max_document_bytes=limit)
+    (root / "at-limit.md").write_bytes(b"y" * limit)
     (root / "huge.md").write_bytes(b"x" * 5000)
-    driver.pump_until(lambda events: len(events) >= 1)
-    (event,) = driver.events
-    driver.events = []
-    assert isinstance(event.change, DocumentUpsert)
-    assert event.change.doc_id == "huge.md"
-    assert len(event.change.content) == limit + 1
+    driver.pump_until(lambda events: len(events) >= 2)
+    events, driver.events = {e.change.doc_id: e.change for e in driver.events}, []
+    at_limit, huge = events["at-limit.md"], events["huge.md"]
+    assert isinstance(at_limit, DocumentUpsert) and isinstance(huge, DocumentUpsert)
+    assert len(huge.content) == limit + 1  # the file is not read past the limit
 
-    outcome = prepare_document(event.change, DocumentLimits(max_bytes=limit))
+    limits = DocumentLimits(max_bytes=limit)
+    assert not isinstance(prepare_document(at_limit, limits), DocumentFailure)
+    outcome = prepare_document(huge, limits)
     assert isinstance(outcome, DocumentFailure)
-    assert outcome.reason.startswith(f"document is {limit + 1} bytes, over the limit of {limit}")
+    assert outcome.reason.startswith(f"document is 5000 bytes, over the limit of {limit}")
 
     fingerprint = driver.partition.snapshot()["huge.md"]
     assert fingerprint.startswith("oversized:5000:")
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+# --- hostile names and files ----------------------------------------------------------------
+
+
+def test_names_with_non_utf8_bytes_backslashes_and_newlines_are_documents(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"latin-1 name")
+    (root / "back\\slash.md").write_bytes(b"backslash")
+    driver = start()
+    driver.expect(
+        ("upsert", "caf\\xe9.txt", b"latin-1 name"), ("upsert", "back\\slash.md", b"backslash")
+    )
+
+    (root / "line\nbreak.md").write_bytes(b"newline")
+    (root / os.fsdecode(b"na\xefve\\x41.md")).write_bytes(b"both")
+    driver.expect(
+        ("upsert", "line\nbreak.md", b"newline"), ("upsert", "na\\xefve\\x5cx41.md", b"both")
+    )
+    (root / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"edited")
+    driver.expect(("upsert", "caf\\xe9.txt", b"edited"))
+    snapshot = driver.partition.snapshot()
+    driver.partition.close()
+
+    (root / "back\\slash.md").unlink()
+    restarted = start(resume=snapshot)
+    restarted.expect(("delete", "back\\slash.md"))
+    (root / os.fsdecode(b"caf\xe9.txt")).unlink()
+    restarted.expect(("delete", "caf\\xe9.txt"))
+    restarted.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_file_replaced_by_a_folder_is_deleted_at_once_and_back_to_a_file_upserted(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "notes.md").write_bytes(b"a file")
+    driver = start(rescan_seconds=3600.0)  # only the watcher can tell
+    driver.expect(("upsert", "notes.md", b"a file"))
+
+    (root / "notes.md").unlink()
+    (root / "notes.md").mkdir()
+    driver.expect(("delete", "notes.md"))
+    (root / "notes.md" / "inner.md").write_bytes(b"inside the folder")
+    driver.expect(("upsert", "notes.md/inner.md", b"inside the folder"))
+
+    shutil.rmtree(root / "notes.md")
+    (root / "notes.md").write_bytes(b"a file again")
+    driver.expect(("delete", "notes.md/inner.md"), ("upsert", "notes.md", b"a file again"))
     driver.expect_nothing_before(root / "sentinel.md")
 
 
@@ -423,6 +475,195 @@ def test_idle_partition_without_a_watcher_sleeps_until_its_next_rescan(
     wake = driver.partition.next_awake()
     assert wake is not None
     assert timedelta(seconds=25) < wake - datetime.now(UTC) <= timedelta(seconds=30)
+
+
+def test_symlink_loops_and_links_out_of_the_root_are_never_read(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "self-loop.md").symlink_to(root / "self-loop.md")
+    (root / "ping.md").symlink_to(root / "pong.md")
+    (root / "pong.md").symlink_to(root / "ping.md")
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to(root)  # a folder loop: never entered
+    (root / "sub" / "a.md").write_bytes(b"alpha")
+    secret = tmp_path / "secret.md"
+    secret.write_bytes(b"outside the root")
+    (root / "secret-link.md").symlink_to(secret)
+    (root / "sub" / "climb.md").symlink_to(Path("..") / ".." / "secret.md")
+    driver = start()
+    driver.expect(("upsert", "sub/a.md", b"alpha"))
+
+    secret.write_bytes(b"edited outside the root")  # reaches the root only through links
+    (root / "late-link.md").symlink_to(secret)
+    (root / "late-loop.md").symlink_to(root / "late-loop.md")
+    driver.expect_nothing_before(root / "sentinel.md")
+    assert all(
+        not k.startswith(("secret", "sub/climb", "sub/up")) for k in driver.partition.snapshot()
+    )
+
+
+def test_hard_links_are_one_document_per_name_and_the_rescan_brings_the_other_names(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "first.md").write_bytes(b"shared text")
+    os.link(root / "first.md", root / "second.md")
+    driver = start(rescan_seconds=0.5)
+    driver.expect(("upsert", "first.md", b"shared text"), ("upsert", "second.md", b"shared text"))
+
+    with (root / "first.md").open("r+b") as through_first:  # in place, as `>>` or an editor does
+        through_first.write(b"edited text")
+    driver.expect(("upsert", "first.md", b"edited text"), ("upsert", "second.md", b"edited text"))
+    assert driver.partition.snapshot() == {
+        "first.md": sha256_of(b"edited text"),
+        "second.md": sha256_of(b"edited text"),
+    }
+
+
+def test_a_thousand_files_written_at_once_are_each_emitted_once(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start(rescan_seconds=3600.0)
+    driver.expect_nothing_before(root / "sentinel.md")
+    for number in range(1000):
+        folder = root / f"batch-{number % 10}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"doc-{number:04}.md").write_bytes(f"document {number}".encode())
+    driver.expect(
+        *(
+            ("upsert", f"batch-{n % 10}/doc-{n:04}.md", f"document {n}".encode())
+            for n in range(1000)
+        )
+    )
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_hundred_saves_in_ten_seconds_end_with_the_last_content_and_nothing_stale(
+    root: Path, start: PartitionFactory
+) -> None:
+    driver = start(rescan_seconds=3600.0)
+    path = root / "busy.md"
+    for version in range(100):
+        temporary = root / ".busy.md.tmp"  # alternate plain writes and atomic saves
+        target = temporary if version % 2 else path
+        target.write_bytes(f"version {version}".encode())
+        if version % 2:
+            os.replace(temporary, path)
+        driver.events.extend(driver.partition.next_batch())
+        time.sleep(0.1)  # the pace of the saves, not a wait for the source
+    driver.pump_until(lambda events: bool(events) and events[-1].change.content == b"version 99")
+    upserts = [e.change for e in driver.events]
+    assert all(isinstance(c, DocumentUpsert) and c.doc_id == "busy.md" for c in upserts)
+    versions = [int(c.content.split()[1]) for c in upserts if isinstance(c, DocumentUpsert)]
+    assert versions == sorted(versions) and versions[-1] == 99  # never an older one after a newer
+    driver.events = []
+    driver.expect_nothing_before(root / "sentinel.md")
+    assert driver.partition.snapshot()["busy.md"] == sha256_of(b"version 99")
+
+
+# --- the root vanishing ---------------------------------------------------------------------
+
+
+def pump_until_holding(driver: Driver) -> str:
+    driver.pump_until(lambda _: driver.partition.holding is not None)
+    assert driver.events == [], "a holding source emits nothing"
+    return driver.partition.holding or ""
+
+
+@pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+def test_a_root_moved_away_holds_its_documents_and_is_reconciled_when_moved_back(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    for name in ("kept.md", "edited.md", "removed.md"):
+        (root / name).write_bytes(name.encode())
+    reports: list[str | None] = []
+    source = FolderSource(FolderSourceOptions(root=root, rescan_seconds=3600.0), reports.append)
+    driver = Driver(source.build_part("folder_in", "folder", None))
+    try:
+        driver.expect(*(("upsert", n, n.encode()) for n in ("kept.md", "edited.md", "removed.md")))
+
+        away = tmp_path / "moved-away"
+        root.rename(away)
+        assert "missing" in pump_until_holding(driver)
+        (away / "edited.md").write_bytes(b"edited while away")
+        (away / "removed.md").unlink()
+
+        away.rename(root)
+        driver.expect(("upsert", "edited.md", b"edited while away"), ("delete", "removed.md"))
+        assert driver.partition.holding is None
+        driver.expect_nothing_before(root / "sentinel.md")
+        assert reports == [f"watched folder {str(root)!r} is missing", None]
+    finally:
+        driver.partition.close()
+
+
+def test_a_root_recreated_by_a_tool_deletes_only_what_the_new_root_lacks(
+    root: Path, start: PartitionFactory
+) -> None:
+    for name in ("same.md", "changed.md", "dropped.md"):
+        (root / name).write_bytes(name.encode())
+    driver = start(rescan_seconds=3600.0)
+    driver.expect(*(("upsert", n, n.encode()) for n in ("same.md", "changed.md", "dropped.md")))
+
+    shutil.rmtree(root)
+    pump_until_holding(driver)
+    staging = root.parent / "staging"
+    staging.mkdir()
+    (staging / "same.md").write_bytes(b"same.md")
+    (staging / "changed.md").write_bytes(b"new content")
+    (staging / "added.md").write_bytes(b"added")
+    staging.rename(root)
+    driver.expect(
+        ("upsert", "changed.md", b"new content"),
+        ("upsert", "added.md", b"added"),
+        ("delete", "dropped.md"),
+    )
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_root_replaced_by_an_empty_folder_holds_like_an_unmounted_share(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"alpha")
+    (root / "b.md").write_bytes(b"beta")
+    driver = start(rescan_seconds=3600.0)
+    driver.expect(("upsert", "a.md", b"alpha"), ("upsert", "b.md", b"beta"))
+
+    root.rename(tmp_path / "share-contents")
+    root.mkdir()  # the mount point left behind
+    driver.pump_until(lambda _: "empty" in (driver.partition.holding or ""))
+    assert driver.events == []
+
+    (root / "b.md").write_bytes(b"beta")  # remounted, or refilled: one file is back
+    driver.expect(("delete", "a.md"))
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_without_a_watcher_a_vanished_root_holds_through_its_rescans(
+    root: Path, tmp_path: Path, start: PartitionFactory
+) -> None:
+    (root / "a.md").write_bytes(b"alpha")
+    (root / "b.md").write_bytes(b"beta")
+    driver = start(watch=False, rescan_seconds=0.1)  # a network mount: rescans only
+    driver.expect(("upsert", "a.md", b"alpha"), ("upsert", "b.md", b"beta"))
+
+    root.rename(tmp_path / "unmounted")
+    pump_until_holding(driver)
+    wake = driver.partition.next_awake()
+    assert wake is not None and wake - datetime.now(UTC) <= timedelta(seconds=0.5)
+    (tmp_path / "unmounted" / "b.md").unlink()
+    (tmp_path / "unmounted").rename(root)
+    driver.expect(("delete", "b.md"))
+    assert driver.partition.holding is None
+
+
+def test_an_empty_root_at_start_does_not_empty_the_index_of_a_one_shot_run(
+    root: Path, start: PartitionFactory
+) -> None:
+    snapshot = {"a.md": sha256_of(b"alpha"), "b.md": sha256_of(b"beta")}
+    driver = start(resume=snapshot, stop_after_scan=True)
+    assert driver.run_to_end() == []
+    assert "empty" in (driver.partition.holding or "")
+    assert driver.partition.snapshot() == snapshot
 
 
 # --- options and construction ---------------------------------------------------------------

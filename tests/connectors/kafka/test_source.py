@@ -349,6 +349,34 @@ def test_partition_resumes_from_its_snapshot_offset(
     assert source.positions() == {0: 4}
 
 
+def test_a_consumer_reset_back_to_the_beginning_neither_repeats_nor_loses_events(
+    kafka_broker: KafkaBroker, new_topic: Callable[..., str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """kafka-python resets a partition it cannot validate after a broker restart to the
+    earliest offset; the seek below does what that reset does to the consumer."""
+    topic = new_topic(partitions=1)
+    bootstrap = kafka_broker.bootstrap_servers
+    with DocumentEventProducer(bootstrap, topic) as producer:
+        for n in range(4):
+            producer.send(DocumentUpsert(f"old-{n}", "text"))
+    source = KafkaDocumentSource(KafkaSourceOptions(bootstrap, topic))
+    partition = source.build_part("kafka", f"{topic}-0", None)
+    try:
+        read = []
+        while len(read) < 4:
+            read.extend(poll_until_events(partition))
+        partition._consumer.seek(TopicPartition(topic, 0), 0)  # the reset
+        with DocumentEventProducer(bootstrap, topic) as producer:
+            producer.send(DocumentUpsert("new", "text"))
+        with caplog.at_level(logging.WARNING, logger="kgstream.kafka"):
+            after = poll_until_events(partition)
+    finally:
+        partition.close()
+    assert [event.change.doc_id for event in after] == ["new"]
+    assert partition.snapshot() == 5 and partition.position_resets == 1
+    assert "moved back to offset 0" in caplog.text and "resuming at 4" in caplog.text
+
+
 def test_producer_acks_each_send_and_keeps_one_document_in_one_partition(
     kafka_broker: KafkaBroker, new_topic: Callable[..., str]
 ) -> None:

@@ -648,3 +648,52 @@ def test_the_key_warmup_reads_every_key_ahead_and_stops_on_close(
     warmup = opened._warmup
     opened.close()
     assert warmup is not None and not warmup.is_alive() and opened._warmup is None
+
+
+def _edge_contents(store: EdgeVectorStore) -> dict[VectorKind, dict[str, VectorPoint]]:
+    return {kind: {p.key: p for p in store.iter_points(kind)} for kind in VectorKind}
+
+
+def test_edge_compaction_keeps_every_live_point_and_drops_the_deleted_from_the_files(
+    tmp_path: Path,
+) -> None:
+    store = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
+    store.ensure_collections(SPACE, DIM)
+    store.upsert([*_filter_corpus(), lexical_chunk("c-gone", "quorvel brumblewick zanzibar")])
+    store.delete(VectorKind.CHUNK, ["c-gone"])
+    before = _edge_contents(store)
+    query = VectorFilter(file_path_prefix="notes")
+    searched = keys(store.search(VectorKind.ENTITY, unit(1), 10, query))
+
+    store.compact()
+
+    assert _edge_contents(store) == before
+    assert keys(store.search(VectorKind.ENTITY, unit(1), 10, query)) == searched
+    store.close()
+    files = [p for p in (tmp_path / "edge").rglob("*") if p.is_file()]
+    assert not [p for p in files if b"brumblewick" in p.read_bytes()]
+    reopened = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
+    reopened.ensure_collections(SPACE, DIM)
+    assert _edge_contents(reopened) == before
+    reopened.close()
+
+
+def test_an_interrupted_edge_compaction_is_finished_on_the_next_open(tmp_path: Path) -> None:
+    store = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
+    store.ensure_collections(SPACE, DIM)
+    store.upsert(_filter_corpus())
+    before = _edge_contents(store)
+    store.close()
+    # Stopped between the two renames: the old shard retired, the new one not yet in.
+    for collection in (tmp_path / "edge").iterdir():
+        (collection / "shard").rename(collection / "shard.retired")
+        (collection / "shard.compacting").mkdir()
+
+    reopened = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
+    reopened.ensure_collections(SPACE, DIM)
+    assert _edge_contents(reopened) == before
+    reopened.close()
+    assert sorted(p.name for p in next((tmp_path / "edge").iterdir()).iterdir()) == [
+        "kgstream.json",
+        "shard",
+    ]
