@@ -299,7 +299,7 @@ class ChatClient:
         status: int | None = None
         if isinstance(exc, openai.APITimeoutError):
             reason = f"timeout after {self.options.timeout_seconds:g} s"
-            hint = "raise LLMOptions.timeout_seconds or check the server's load"
+            hint = "raise llm_timeout_seconds (KGSTREAM_LLM_TIMEOUT_SECONDS) or check the load"
         elif isinstance(exc, openai.APIConnectionError):
             reason = "connection error"
             hint = "check that the endpoint is running and reachable"
@@ -314,7 +314,7 @@ class ChatClient:
                 "check the model name, the API key and the request"
                 if not is_transient(exc)
                 else "the server is overloaded or failing; retry later or raise "
-                "LLMOptions.max_retries"
+                "llm_max_retries (KGSTREAM_LLM_MAX_RETRIES)"
             )
         else:
             reason = type(exc).__name__

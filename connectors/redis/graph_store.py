@@ -173,9 +173,9 @@ def _load_list(text: str) -> tuple[str, ...]:
 
 
 DEAD_LETTERS_KEPT = 10_000
-RETRY_REQUESTS_KEPT = 100_000
-"""The retry-request stream is trimmed to about this many entries (an indexer that was
-away longer than that many requests misses the oldest; `kgstream retry-failed` again)."""
+RETRY_REQUESTS_KEPT = 1_000
+"""The retry-request stream is trimmed to about this many entries (each asks for every
+failed document, so an indexer that was away for more misses nothing it needs)."""
 
 
 class KeyLayout:
@@ -735,28 +735,25 @@ class GraphStore:
             letters.append((str(origin), str(reason), float(at)))
         return int(total), letters
 
-    def request_retries(self, doc_ids: Iterable[str]) -> int:
-        """Append a retry request per document to the retry-request stream (read by the
-        indexer's retry input, `connectors/redis/retry_requests.py`); returns how many."""
-        pipe = self._client.pipeline(transaction=False)
-        count = 0
-        for doc_id in doc_ids:
-            pipe.xadd(
-                self.keys.retry_requests,
-                {"doc_id": doc_id},
-                maxlen=RETRY_REQUESTS_KEPT,
-                approximate=True,
-            )
-            count += 1
-        pipe.execute()
-        return count
+    def request_retry(self, at: float) -> str:
+        """Append a request to retry every document whose extraction failed to the
+        retry-request stream (read by the indexer's retry input,
+        `connectors/redis/retry_requests.py`); returns its stream id. A request names no
+        document, so the stream keeps no trace of deleted ones."""
+        entry = self._client.xadd(
+            self.keys.retry_requests,
+            {"at": repr(at)},
+            maxlen=RETRY_REQUESTS_KEPT,
+            approximate=True,
+        )
+        return str(entry)
 
-    def retry_requests_after(self, last_id: str, count: int) -> list[tuple[str, str]]:
-        """Up to `count` retry requests after stream id `last_id` ("0" = from the start),
-        as (stream id, doc id), oldest first; never blocks."""
+    def retry_requests_after(self, last_id: str, count: int) -> list[str]:
+        """The stream ids of up to `count` retry requests after `last_id` ("0" = from the
+        start), oldest first; never blocks."""
         start = "-" if last_id == "0" else f"({last_id}"
         rows = self._client.xrange(self.keys.retry_requests, start, "+", count=count)
-        return [(str(entry), str((fields or {}).get("doc_id", ""))) for entry, fields in rows or ()]
+        return [str(entry) for entry, _ in rows or ()]
 
     def prune_retry_requests(self) -> int:
         """Rewrite the retry-request stream without the requests for documents the index no

@@ -1,17 +1,19 @@
 """The indexer's second input: retry requests that `kgstream retry-failed` appends to a Redis
-stream (`GraphStore.request_retries`).
+stream (`GraphStore.request_retry`).
 
-Each request names a document. When the partition reads it, it looks the document up in
-the stores and, when its stored record is FAILED with failed chunks (an extraction that
-failed for good), turns it into a `DocumentRetry` carrying that record and the version's
-chunks; the document step re-extracts exactly those chunks if the version is still
-current. Anything else (a document since edited, deleted, processed, or failed for a
-reason a retry cannot fix) is skipped. So the same path serves folder and Kafka sources,
-and the user re-sends nothing.
+A request asks for every document whose extraction failed. When the partition reads new
+requests (any number at once: one scan serves them all), it lists the FAILED documents whose
+stored record names failed chunks (an extraction that failed for good) and turns each into a
+`DocumentRetry` carrying that record and the version's chunks; the document step re-extracts
+exactly those chunks if the version is still current. Documents that failed for a reason a
+retry cannot fix carry no failed chunks and are skipped. So the same path serves folder and
+Kafka sources, the user re-sends nothing, and the stream names no document (nothing to scrub
+after a delete).
 
 The partition's resume position is the last stream id it read (in Bytewax recovery, as a
 Kafka offset is), so a request is acted on once; a request read again after a crash is
-harmless (the record it finds is PROCESSED by then, or the retry is a no-op).
+harmless (the records it finds are PROCESSED by then, or the retry is a no-op). While Redis
+is unreachable it reads nothing and tries again later: the store sink reports the outage.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.messages import SourceEvent
@@ -59,22 +62,33 @@ class RetryRequestPartition(StatefulSourcePartition[SourceEvent, str]):
     ) -> None:
         self.graph = graph
         self.last_id = last_id
+        self.follow = follow
         self.clock = clock
-        # Not following: end after the newest request that exists now.
-        self.end_id = None if follow else graph.last_retry_request_id()
+        self.end_id: str | None = None  # not following: the newest request at the first read
         self._awake: datetime | None = None
 
     def next_batch(self) -> list[SourceEvent]:
+        try:
+            with store_outages(self.graph.workspace):
+                return self._read()
+        except StoreUnavailable:
+            self._awake = datetime.now(UTC) + _POLL
+            return []
+
+    def _read(self) -> list[SourceEvent]:
+        if not self.follow and self.end_id is None:
+            self.end_id = self.graph.last_retry_request_id()
         if self.end_id is not None and _stream_id_key(self.last_id) >= _stream_id_key(self.end_id):
             raise StopIteration()
         requests = self.graph.retry_requests_after(self.last_id, _BATCH)
         if self.end_id is not None:
-            requests = [r for r in requests if _stream_id_key(r[0]) <= _stream_id_key(self.end_id)]
+            end = _stream_id_key(self.end_id)
+            requests = [r for r in requests if _stream_id_key(r) <= end]
         self._awake = None if requests else datetime.now(UTC) + _POLL
         if not requests:
             return []
-        self.last_id = requests[-1][0]
-        return retry_events(self.graph, requests, self.clock())
+        self.last_id = requests[-1]
+        return retry_events(self.graph, f"retry:{self.last_id}", self.clock())
 
     def next_awake(self) -> datetime | None:
         return self._awake
@@ -83,26 +97,25 @@ class RetryRequestPartition(StatefulSourcePartition[SourceEvent, str]):
         return self.last_id
 
 
-def retry_events(
-    graph: GraphStore, requests: list[tuple[str, str]], now: float
-) -> list[SourceEvent]:
-    """The `DocumentRetry` events for (stream id, doc id) requests whose document's stored
-    record failed extraction; other requests are skipped."""
-    stored = graph.get_documents(doc_id for _, doc_id in requests)
+def retry_events(graph: GraphStore, origin: str, now: float) -> list[SourceEvent]:
+    """A `DocumentRetry` event for every FAILED document whose stored record names failed
+    chunks (in doc id order)."""
     events = []
-    for entry_id, doc_id in requests:
-        document = stored.get(doc_id)
-        if document is None:
-            continue
-        record = document.record
-        if record.status is not DocumentStatus.FAILED or not record.failed_chunk_ids:
-            continue
-        chunks = graph.get_chunks(record.chunk_ids)
-        if len(chunks) != len(record.chunk_ids):
-            continue  # the version's chunks are gone: a newer change has superseded it
-        retry = DocumentRetry(doc_id, record, tuple(chunks[c] for c in record.chunk_ids))
-        events.append(SourceEvent(retry, f"retry:{entry_id}", now))
-    return events
+    offset = 0
+    while True:
+        doc_ids, total = graph.documents_by_status(DocumentStatus.FAILED, offset, _BATCH)
+        for doc_id, document in graph.get_documents(doc_ids).items():
+            record = document.record
+            if record.status is not DocumentStatus.FAILED or not record.failed_chunk_ids:
+                continue
+            chunks = graph.get_chunks(record.chunk_ids)
+            if len(chunks) != len(record.chunk_ids):
+                continue  # the version's chunks are gone: a newer change has superseded it
+            retry = DocumentRetry(doc_id, record, tuple(chunks[c] for c in record.chunk_ids))
+            events.append(SourceEvent(retry, origin, now))
+        offset += len(doc_ids)
+        if not doc_ids or offset >= total:
+            return events
 
 
 def _stream_id_key(entry_id: str) -> tuple[int, int]:

@@ -1,16 +1,17 @@
 """`kgstream retry-failed`: ask the indexer to extract again what the LLM failed to.
 
-It writes retry requests (`GraphStore.request_retries`) for the FAILED documents whose
-extraction failed (a transient cause: LLM errors, timeouts, garbage replies); the running
-indexer reads them at once, and `kgstream index` or `kgstream run` read them at their next
-start (`connectors/redis/retry_requests.py`). Documents that failed for a reason a retry
-cannot fix (bad encoding, binary, empty, too large, a bad doc id) are listed, not retried:
-their content has to change.
+It writes one retry request (`GraphStore.request_retry`) when FAILED documents whose
+extraction failed (a transient cause: LLM errors, timeouts, garbage replies) exist; the
+running indexer reads it at once, and `kgstream index` or `kgstream run` at their next start,
+and re-extracts those documents' failed chunks (`connectors/redis/retry_requests.py`).
+Documents that failed for a reason a retry cannot fix (bad encoding, binary, empty, too
+large, a bad doc id) are listed, not retried: their content has to change.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING
 
 from dataflow.core.documents import DocumentStatus, failure_kind
@@ -28,7 +29,8 @@ def command_retry_failed(settings: Settings, args: argparse.Namespace) -> int:
     graph, embedded = open_index_graph(settings)
     try:
         retried, permanent = failed_documents(graph)
-        graph.request_retries(retried)
+        if retried:
+            graph.request_retry(time.time())
     finally:
         if embedded is not None:
             embedded.stop()

@@ -1,0 +1,44 @@
+"""The retry-request input against a real redis-server: what it reads, where it ends, and
+that an unreachable Redis makes it wait instead of ending the dataflow."""
+
+import socket
+
+import pytest
+
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.retry_requests import RetryRequestSource
+
+
+@pytest.fixture
+def graph(redis_server):
+    store = GraphStore.from_url(redis_server.url, "retry-requests-test")
+    yield store
+    store.clear()
+
+
+def test_a_one_shot_partition_reads_the_requests_there_at_its_first_read_then_ends(graph):
+    graph.request_retry(1.0)
+    graph.request_retry(2.0)
+    part = RetryRequestSource(graph, follow=False).build_part("retries", "retry-requests", None)
+
+    assert part.next_batch() == []  # no FAILED document to retry, but both requests are read
+    graph.request_retry(3.0)  # after the first read: for the next run
+    with pytest.raises(StopIteration):
+        part.next_batch()
+    resumed = RetryRequestSource(graph, follow=True).build_part(
+        "retries", "retry-requests", part.snapshot()
+    )
+    assert resumed.next_batch() == [] and resumed.snapshot() > part.snapshot()
+
+
+def test_an_unreachable_redis_makes_the_partition_wait_not_fail():
+    with socket.socket() as probe:  # a port nobody listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    graph = GraphStore.from_url(f"redis://127.0.0.1:{port}/0", "retry-requests-test")
+    for follow in (True, False):
+        part = RetryRequestSource(graph, follow=follow).build_part("retries", "retry-requests", "0")
+
+        assert part.next_batch() == []
+        assert part.next_awake() is not None
+        assert part.snapshot() == "0"
