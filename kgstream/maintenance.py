@@ -59,12 +59,9 @@ def rebuild_vectors(
     }
 
 
-def compact(
-    graph: GraphStore, redis: EmbeddedRedis, vectors: EdgeVectorStore, recovery_dir: Path
-) -> None:
+def compact(redis: EmbeddedRedis, vectors: EdgeVectorStore, recovery_dir: Path) -> None:
     """Rewrite the embedded stores' files and the recovery database from their live
     content (the indexer must be stopped: the caller holds the data directory's lock)."""
-    graph.prune_retry_requests()
     redis.rewrite_files()
     vectors.compact()
     compact_recovery(recovery_dir)

@@ -755,26 +755,6 @@ class GraphStore:
         rows = self._client.xrange(self.keys.retry_requests, start, "+", count=count)
         return [str(entry) for entry, _ in rows or ()]
 
-    def prune_retry_requests(self) -> int:
-        """Rewrite the retry-request stream without the requests for documents the index no
-        longer holds (for `kgstream compact`: a stream keeps deleted entries' bytes until its
-        nodes are rewritten, so the kept requests are added again under their own ids to a
-        new stream). Returns how many were dropped."""
-        rows = [
-            (str(entry), str((fields or {}).get("doc_id", "")))
-            for entry, fields in self._client.xrange(self.keys.retry_requests, "-", "+") or ()
-        ]
-        held = self.get_documents(doc_id for _, doc_id in rows)
-        kept = [(entry, doc_id) for entry, doc_id in rows if doc_id in held]
-        if len(kept) == len(rows):
-            return 0
-        pipe = self._client.pipeline(transaction=True)
-        pipe.delete(self.keys.retry_requests)
-        for entry, doc_id in kept:
-            pipe.xadd(self.keys.retry_requests, {"doc_id": doc_id}, id=entry)
-        pipe.execute()
-        return len(rows) - len(kept)
-
     def last_retry_request_id(self) -> str:
         """The newest retry request's stream id ("0" when there is none)."""
         rows = self._client.xrevrange(self.keys.retry_requests, "+", "-", count=1)

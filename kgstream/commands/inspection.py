@@ -173,11 +173,11 @@ def command_compact(settings: Settings, args: argparse.Namespace) -> int:
     require_index(settings)
     with data_dir_lock(settings.data_dir):
         before = _bytes_under(settings.data_dir)
-        graph, embedded = open_graph_store(store_locations(settings))
+        _, embedded = open_graph_store(store_locations(settings))
         vectors = open_vector_store(store_locations(settings))
         assert embedded is not None and isinstance(vectors, EdgeVectorStore)  # not servers
         try:
-            compact(graph, embedded, vectors, settings.data_dir / "recovery")
+            compact(embedded, vectors, settings.data_dir / "recovery")
         finally:
             vectors.close()
             embedded.stop()

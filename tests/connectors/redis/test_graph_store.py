@@ -730,15 +730,3 @@ def test_embedded_server_refuses_a_data_dir_another_server_is_using(tmp_path: Pa
             assert client.ping()
         finally:
             client.close()
-
-
-def test_pruning_retry_requests_keeps_only_held_documents_under_their_own_ids(
-    store: GraphStore,
-) -> None:
-    store.apply(GraphBatch(document_upserts=(document("kept", DocumentStatus.FAILED),)))
-    store.request_retries(["gone-doc", "kept", "gone-doc"])
-    before = store.retry_requests_after("0", 10)
-
-    assert store.prune_retry_requests() == 2
-    assert store.retry_requests_after("0", 10) == [row for row in before if row[1] == "kept"]
-    assert store.prune_retry_requests() == 0
