@@ -4,7 +4,9 @@ to come back (`OutageWait`).
 
 Redis and Qdrant fail with their own exception types; `store_outages` turns the outages
 among them into `StoreUnavailable`, which the gateway maps to gRPC UNAVAILABLE
-(gateway/status.py). Anything else (a malformed request, a bug) passes through unchanged:
+(gateway/status.py). The embedding endpoint counts as a store here: nothing can be written
+without its vectors, so when it stays away through its own retries the indexer waits for it
+too. Anything else (a malformed request, a rejected key, a bug) passes through unchanged:
 waiting would not fix it.
 """
 
@@ -21,6 +23,7 @@ from typing import TypeVar
 import redis
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
+from connectors.embeddings.remote import EmbeddingRequestError
 from connectors.retry import Backoff
 
 T = TypeVar("T")
@@ -76,6 +79,10 @@ def store_outages(workspace: str | None = None) -> Iterator[None]:
             f"vector store (Qdrant) request failed: {_sentence(exc)}; check that Qdrant runs at "
             "the configured URL"
         ) from exc
+    except EmbeddingRequestError as exc:
+        if not exc.transient:
+            raise
+        raise StoreUnavailable(f"the embedding endpoint is away: {_sentence(exc)}") from exc
 
 
 def _sentence(error: Exception) -> str:

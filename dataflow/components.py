@@ -56,7 +56,7 @@ class Components:
     coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
     on_commit: Callable[[CommitBatch], None] | None = None
     observer: IndexObserver | None = None
-    outages: OutageWait = field(default_factory=OutageWait)  # store writes wait outages out
+    outages: OutageWait = field(default_factory=OutageWait)  # writes and embeddings wait them out
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
@@ -64,7 +64,8 @@ class Components:
             return []
         if self.observer is not None:
             self.observer.embedding_call(len(texts))
-        return [tuple(vector) for vector in self.embedder.embed(list(texts))]
+        vectors = self.outages.call(lambda: self.embedder.embed(list(texts)))
+        return [tuple(vector) for vector in vectors]
 
     def render_many(
         self, states: Sequence[FragmentsChanged]

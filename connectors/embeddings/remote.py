@@ -17,7 +17,15 @@ from connectors.retry import Backoff
 
 
 class EmbeddingRequestError(RuntimeError):
-    """The embedding endpoint failed for good (not retryable, or out of attempts)."""
+    """The embedding endpoint failed for good (not retryable, or out of attempts).
+
+    `transient`: every attempt failed in a way that retrying later may fix (no answer,
+    timeouts, 429, 5xx), so the endpoint is away rather than the request wrong; the
+    indexer waits such an outage out (connectors/errors.py)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,8 @@ class OpenAIEmbedder:
             f"embedding request to {self.options.base_url} (model "
             f"{self.options.model!r}) still failing after {attempts} attempts "
             f"(max_retries={self.options.max_retries}): {said}; "
-            "check the endpoint or raise max_retries"
+            "check the endpoint or raise max_retries",
+            transient=True,
         )
 
     def _create(self, batch: list[str]) -> Any:

@@ -17,6 +17,7 @@ from connectors.index_export import read_graph
 from connectors.redis.graph_store import GraphStore
 from tests.kgstream.processes import clean_environment, kgstream, wait_until
 from tests.kgstream.test_cli_watch import fresh_build
+from tests.support.llm_server import EMBEDDINGS
 from tests.support.redis import RedisTestServer
 
 WAITING = "the indexer waits for it"
@@ -148,3 +149,28 @@ def test_a_stop_while_redis_is_away_is_one_line_and_exit_zero_and_the_next_run_r
     wait_until(lambda: stored(outage.server) == fresh_build(outage.folder), 60, "the resumed index")
     outage.run.stop()
     assert outage.run.process.returncode == 0, "\n".join(outage.run.lines)
+
+
+def test_an_embedding_endpoint_away_is_waited_out_like_a_store_and_nothing_is_lost(
+    llm_server, tmp_path
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    with RedisTestServer() as server:
+        run = Run(clean_environment(llm_server.base_url), folder, data, server)
+        try:
+            wait_until(lambda: stored(server) == fresh_build(folder), 60, "the first index")
+            llm_server.fail_next(503, count=1_000_000, endpoint=EMBEDDINGS)
+            (folder / "bob.md").write_text("Bob Tanaka joined Helios Corp in Geneva.")
+            wait_until(lambda: run.said("the embedding endpoint is away"), 60, "the wait")
+            wait_until(lambda: metric(run.metrics_port, "store_waiting") == 1.0, 30, "the gauge")
+            assert run.process.poll() is None, run.lines
+
+            llm_server.reset()  # the endpoint answers again
+            wait_until(lambda: stored(server) == fresh_build(folder), 60, "bob.md indexed")
+        finally:
+            output = run.stop()
+    assert run.process.returncode == 0, output
+    assert len(run.said(WAITING)) == 1, output
+    assert "Traceback" not in output and "panicked" not in output, output
