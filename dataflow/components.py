@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from connectors.embeddings.base import Embedder
+from connectors.embeddings.remote import EmbeddingRequestError
 from connectors.errors import OutageWait
 from connectors.stores import Stores
 from dataflow.core.chunking import ChunkingOptions, Tokenizer
@@ -57,6 +58,8 @@ class Components:
     on_commit: Callable[[CommitBatch], None] | None = None
     observer: IndexObserver | None = None
     outages: OutageWait = field(default_factory=OutageWait)  # writes and embeddings wait them out
+    # Ends the run with one line, for errors that every later document would meet too.
+    cannot_go_on: Callable[[str], None] | None = None
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
@@ -64,7 +67,13 @@ class Components:
             return []
         if self.observer is not None:
             self.observer.embedding_call(len(texts))
-        vectors = self.outages.call(lambda: self.embedder.embed(list(texts)))
+        try:
+            vectors = self.outages.call(lambda: self.embedder.embed(list(texts)))
+        except EmbeddingRequestError as error:  # rejected: so would every other chunk be
+            if self.cannot_go_on is None:
+                raise
+            self.cannot_go_on(f"the embedding endpoint rejects requests: {error}")
+            raise
         return [tuple(vector) for vector in vectors]
 
     def render_many(

@@ -15,7 +15,7 @@ from typing import Any
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.vectors.base import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
-from kgstream.commands.common import UserError
+from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
 from kgstream.commands.inspection import (
     command_compact,
@@ -169,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kgstream: {error}", file=sys.stderr)
         print("hint: kgstream rebuild-vectors --data DIR (re-embeds from Redis)", file=sys.stderr)
         return 2
+    except RunCannotGoOn:
+        return 1  # its line is printed, and stderr is closed by now
     except KeyboardInterrupt:
         return 130
 

@@ -27,6 +27,7 @@ from dataflow.components import Components
 from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
 from dataflow.flow import build_flow
+from kgstream.commands.common import RunCannotGoOn
 
 RECOVERY_PARTITIONS = 1
 
@@ -79,6 +80,7 @@ def run_indexer(
     components.outages = replace(
         components.outages, stop=stop.requested, when_stopped=stop.during_outage
     )
+    components.cannot_go_on = stop.cannot_go_on
     if isinstance(source, FixedPartitionedSource):
         source = StoppableSource(source, stop.requested)
     if isinstance(retries, FixedPartitionedSource):
@@ -95,13 +97,15 @@ def run_indexer(
             recovery_config=recovery_config(data_dir) if options.recovery else None,
         )
     except KeyboardInterrupt:
-        return
+        pass
     except BytewaxRuntimeError as error:
         if not _interrupted(error):
             raise
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    if stop.cannot_go_on_reason is not None:
+        raise RunCannotGoOn(stop.cannot_go_on_reason)
 
 
 class _Stop:
@@ -112,6 +116,7 @@ class _Stop:
     def __init__(self, outage: Callable[[], str | None] = lambda: None) -> None:
         self.requested = threading.Event()
         self._outage = outage
+        self.cannot_go_on_reason: str | None = None
 
     def __call__(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
@@ -136,6 +141,15 @@ class _Stop:
         _stop_now(
             f"stopping now, while a store is unreachable ({reason}); "
             "the next run resumes from the last snapshot"
+        )
+
+    def cannot_go_on(self, reason: str) -> None:
+        """`Components.cannot_go_on`: stop at once, with the reason as the one line."""
+        self.cannot_go_on_reason = reason
+        self.requested.set()
+        _stop_now(
+            f"stopping: {reason}; fix the setting and run again (the next run resumes from "
+            "the last snapshot)"
         )
 
 

@@ -20,6 +20,12 @@ class UserError(Exception):
         self.hint = hint
 
 
+class RunCannotGoOn(RuntimeError):
+    """A run stopped on an error every later document would meet too (a rejected key, an
+    unknown model); its one line is printed already (kgstream/indexer.py). The next run
+    resumes from the last snapshot once the setting is fixed."""
+
+
 @contextlib.contextmanager
 def telemetry(settings: Settings) -> Iterator[Any]:
     """Metrics for the command's lifetime when `metrics_address` is set (else None)."""

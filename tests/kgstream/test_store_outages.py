@@ -15,7 +15,8 @@ import pytest
 
 from connectors.index_export import read_graph
 from connectors.redis.graph_store import GraphStore
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
+from tests.kgstream.test_cli_kafka import export
 from tests.kgstream.test_cli_watch import fresh_build
 from tests.support.llm_server import EMBEDDINGS
 from tests.support.redis import RedisTestServer
@@ -174,3 +175,24 @@ def test_an_embedding_endpoint_away_is_waited_out_like_a_store_and_nothing_is_lo
     assert run.process.returncode == 0, output
     assert len(run.said(WAITING)) == 1, output
     assert "Traceback" not in output and "panicked" not in output, output
+
+
+def test_an_embedding_endpoint_that_rejects_the_key_stops_the_run_with_one_line(
+    llm_server, tmp_path
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    env = {**clean_environment(llm_server.base_url), "RUST_BACKTRACE": "1"}
+    llm_server.fail_next(401, count=1_000_000, endpoint=EMBEDDINGS)
+    rejected = kgstream("index", str(folder), "--data", str(data), env=env)
+    output, _ = rejected.communicate(timeout=120)
+    assert rejected.returncode == 1, output
+    assert "Traceback" not in output and "panicked" not in output, output
+    lines = [line for line in output.splitlines() if line.startswith("kgstream:")]
+    assert len(lines) == 1 and "the embedding endpoint rejects requests" in lines[0], output
+    assert "401" in lines[0] and "fix the setting and run again" in lines[0]
+
+    llm_server.reset()  # the key fixed
+    finish(kgstream("index", str(folder), "--data", str(data), env=env))
+    assert export(data, env)["documents"][0]["status"] == "PROCESSED"
