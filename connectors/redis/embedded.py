@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -86,9 +87,23 @@ def _die_with_parent() -> None:
     the *thread* that started the server exits, so call `start()` from a thread
     that lives as long as the server (the main thread, normally).
     """
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+
+def _load_prctl() -> Any:
+    """libc's prctl, looked up in the parent: between fork and exec the child of a
+    threaded process must not load libraries (dlopen takes locks another thread may hold;
+    under load that aborted the child with SIGABRT)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
 
 
 def _process_is_redis(pid: int) -> bool:
