@@ -23,7 +23,7 @@ from typing import TypeVar
 import redis
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from connectors.embeddings.remote import EmbeddingRequestError
+from connectors.embeddings.base import EmbeddingRequestError
 from connectors.retry import Backoff
 
 T = TypeVar("T")

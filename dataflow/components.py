@@ -13,8 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from connectors.embeddings.base import Embedder
-from connectors.embeddings.remote import EmbeddingRequestError
+from connectors.embeddings.base import Embedder, EmbeddingRequestError
 from connectors.errors import OutageWait
 from connectors.stores import Stores
 from dataflow.core.chunking import ChunkingOptions, Tokenizer

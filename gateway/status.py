@@ -15,7 +15,7 @@ from typing import NoReturn
 
 import grpc
 
-from connectors.embeddings.remote import EmbeddingRequestError
+from connectors.embeddings.base import EmbeddingRequestError
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.llm.client import LLMError
 from gateway import convert

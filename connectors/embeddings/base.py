@@ -40,3 +40,15 @@ def embedding_space_name(embedder: Embedder) -> str:
             "a vector space with; give the model a real name"
         )
     return f"{slug}-{embedder.dimension}"
+
+
+class EmbeddingRequestError(RuntimeError):
+    """The embedding endpoint failed for good (not retryable, or out of attempts).
+
+    `transient`: every attempt failed in a way that retrying later may fix (no answer,
+    timeouts, 429, 5xx), so the endpoint is away rather than the request wrong; the
+    indexer waits such an outage out (connectors/errors.py)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient

@@ -12,20 +12,9 @@ from typing import Any
 import numpy as np
 import openai
 
+from connectors.embeddings.base import EmbeddingRequestError
 from connectors.openai_errors import is_transient, openai_retry, without_key
 from connectors.retry import Backoff
-
-
-class EmbeddingRequestError(RuntimeError):
-    """The embedding endpoint failed for good (not retryable, or out of attempts).
-
-    `transient`: every attempt failed in a way that retrying later may fix (no answer,
-    timeouts, 429, 5xx), so the endpoint is away rather than the request wrong; the
-    indexer waits such an outage out (connectors/errors.py)."""
-
-    def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -30,6 +29,7 @@ from protos.kgstream.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of
+from tests.kgstream.processes import wait_until
 from tests.support.llm_server import OpenAICompatibleServer
 
 TOKEN = "s3cret-token"
@@ -268,13 +268,6 @@ def test_a_min_index_version_wait_without_a_deadline_stops_at_the_servers_maximu
         code, details = status_of(lambda: stub.Retrieve(request, timeout=0.15))
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "server's maximum" not in details
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.01)
 
 
 def test_sixteen_min_index_version_waiters_leave_health_and_retrieve_answering(
