@@ -42,8 +42,15 @@ class RedisServerNotFound(RuntimeError):
     """No usable redis-server binary on this machine."""
 
 
+_START_ATTEMPTS = 3
+
+
 class RedisStartError(RuntimeError):
     """redis-server did not come up (the message holds its log tail)."""
+
+
+class _StartAborted(RedisStartError):
+    """redis-server died of SIGABRT while starting (`start` tries again)."""
 
 
 def find_redis_server() -> str:
@@ -182,16 +189,26 @@ class EmbeddedRedis:
         self._clear_stale_files()
         self.config_path.write_text(self._config_text())
         preexec = _die_with_parent if sys.platform.startswith("linux") else None
-        self._process = subprocess.Popen(
-            [executable, str(self.config_path)],
-            cwd=self.data_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=preexec,
-        )
-        self._wait_until_ready(self._process, executable)
-        return self
+        for attempt in range(_START_ATTEMPTS):
+            self._process = subprocess.Popen(
+                [executable, str(self.config_path)],
+                cwd=self.data_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=preexec,
+            )
+            try:
+                self._wait_until_ready(self._process, executable)
+                return self
+            except _StartAborted:
+                # Seen under load when the previous server on this directory had removed
+                # its pidfile but not yet exited: the new one dies of SIGABRT before it
+                # logs a line. Give the old one a moment and start again.
+                if attempt + 1 == _START_ATTEMPTS:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         """SHUTDOWN SAVE, wait for exit; kill the process if it overstays the deadline."""
@@ -326,7 +343,8 @@ class EmbeddedRedis:
                 code = process.poll()
                 if code is not None:
                     self._process = None
-                    raise RedisStartError(
+                    error = _StartAborted if code == -signal.SIGABRT else RedisStartError
+                    raise error(
                         f"{executable} exited with code {code} while starting on "
                         f"{self.data_dir}; its log ({self.log_path}) ends with:\n"
                         f"{_log_tail(self.log_path)}"
