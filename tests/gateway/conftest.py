@@ -4,15 +4,11 @@ on it."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from connectors.redis.graph_store import GraphStore
-from gateway.knowledge_graph import Engine
-from gateway.server import RunningServer, ServerOptions, serve
+from gateway.server import RunningServer
 from tests.gateway.corpus import Corpus, build_corpus
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.redis import RedisTestServer
@@ -30,22 +26,10 @@ def corpus(
     built.close()
 
 
-@contextlib.contextmanager
-def http_gateway(engine: Engine, graph: GraphStore, **options: Any) -> Iterator[RunningServer]:
-    """The gateway on free ports, gRPC and HTTP (`RunningServer.http`), over `engine`."""
-    server = serve(
-        engine, graph, ServerOptions(address="127.0.0.1:0", http_address="127.0.0.1:0", **options)
-    )
-    try:
-        yield server
-    finally:
-        server.stop(grace=None)
-
-
 @pytest.fixture
 def http_server(corpus: Corpus, llm_server: OpenAICompatibleServer) -> Iterator[RunningServer]:
     """The gateway over the corpus, answering with the test LLM's `ANSWER`."""
-    from tests.gateway.test_server import ANSWER, new_engine
+    from tests.gateway.test_server import ANSWER, http_gateway, new_engine
 
     llm_server.default_reply = ANSWER
     with http_gateway(new_engine(corpus, llm_server), corpus.stores.graph) as server:

@@ -14,9 +14,8 @@ import pytest
 
 from connectors.redis.graph_store import GraphBatch
 from gateway.server import RunningServer
-from tests.gateway.conftest import http_gateway
 from tests.gateway.corpus import Corpus
-from tests.gateway.test_server import ANSWER, new_engine
+from tests.gateway.test_server import ANSWER, http_gateway, new_engine
 
 TOKEN = "http-test-token"
 

@@ -3,7 +3,7 @@
 The corpus (tests/gateway/corpus.py) is indexed once per module through the real
 dataflow into the session's redis-server; each test starts its own server on a
 free port and calls it through `grpc.insecure_channel`. The plain helpers here
-(`new_engine`, `running_gateway`) are shared with the other test_server_* modules.
+(`new_engine`, `running_gateway`, `http_gateway`) are shared with the other test_server_* modules.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -67,6 +68,19 @@ def running_gateway(
         yield server, channel
     finally:
         channel.close()
+        server.stop(grace=None)
+
+
+@contextlib.contextmanager
+def http_gateway(
+    engine: QueryEngine, graph: GraphStore, producer: EventPublisher | None = None, **options: Any
+) -> Iterator[RunningServer]:
+    """The gateway on free ports, gRPC and HTTP (`RunningServer.http`), over `engine`."""
+    addresses = ServerOptions(address="127.0.0.1:0", http_address="127.0.0.1:0", **options)
+    server = serve(engine, graph, addresses, producer)
+    try:
+        yield server
+    finally:
         server.stop(grace=None)
 
 

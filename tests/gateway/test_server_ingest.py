@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
@@ -19,7 +20,7 @@ from dataflow.core.documents import MAX_DOC_ID_BYTES, DocumentDelete, DocumentUp
 from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
 from protos.kgstream.v1 import query_pb2 as pb
 from tests.gateway.corpus import Corpus, build_corpus
-from tests.gateway.test_server import new_engine, running_gateway, status_of
+from tests.gateway.test_server import http_gateway, new_engine, running_gateway, status_of
 from tests.support.kafka import KafkaBroker
 from tests.support.redis import RedisTestServer
 
@@ -191,3 +192,27 @@ def test_ingest_refuses_a_doc_id_over_the_limit_and_takes_one_at_it(
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert details == "doc_id: is 1025 bytes, over the limit of 1024 bytes"
     assert accepted.doc_id == at_limit
+
+
+def test_http_upsert_and_delete_publish_the_same_events(
+    corpus: Corpus, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    graph = corpus.stores.graph
+    with (
+        DocumentEventProducer(kafka_broker.bootstrap_servers, topic) as producer,
+        http_gateway(new_engine(corpus, None), graph, producer=producer) as server,
+    ):
+        assert server.http is not None
+        url = f"{server.http.url}/api/v1/documents/notes/http.md"
+        upsert = httpx.put(url, json={"content": "Ada Lovelace wrote notes.", "file_path": "n.md"})
+        delete = httpx.delete(url)
+    assert upsert.status_code == delete.status_code == 200, (upsert.text, delete.text)
+    published, removed = upsert.json(), delete.json()
+    assert published["op"] == "UPSERT" and removed["op"] == "DELETE"
+    assert published["topic"] == topic and published["min_index_version"] == graph.version() + 1
+    assert published["content_hash"] == content_hash("Ada Lovelace wrote notes.")
+    events = read_events(
+        kafka_broker.bootstrap_servers, topic, published["partition"], published["offset"], 2
+    )
+    assert events[0].change == DocumentUpsert("notes/http.md", b"Ada Lovelace wrote notes.", "n.md")
+    assert events[1].change == DocumentDelete("notes/http.md")
