@@ -25,7 +25,7 @@ USER kgstream
 WORKDIR /home/kgstream
 ENV KGSTREAM_DATA_DIR=/data
 
-# 50051: the gRPC gateway.
-EXPOSE 50051
+# 50051: the gRPC gateway; 9621: its HTTP API and web UI.
+EXPOSE 50051 9621
 ENTRYPOINT ["kgstream"]
 CMD ["--help"]

@@ -50,18 +50,25 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         method: str = handler_call_details.method
         if handler is None or _service_of(method) in OPEN_SERVICES:
             return handler
-        presented = _metadata_value(
-            handler_call_details.invocation_metadata,
-            "authorization",
-        )
-        if presented is None:
-            return _rejecting(handler, "missing metadata 'authorization: Bearer <token>'")
-        scheme, _, presented_token = presented.strip().partition(" ")
-        if scheme.lower() != "bearer":
-            return _rejecting(handler, "'authorization' must read 'Bearer <token>'")
-        if not hmac.compare_digest(presented_token.strip().encode(), self._expected):
-            return _rejecting(handler, "the bearer token in 'authorization' is not valid")
+        presented = _metadata_value(handler_call_details.invocation_metadata, "authorization")
+        problem = bearer_token_problem(presented, self._expected, "metadata")
+        if problem is not None:
+            return _rejecting(handler, problem)
         return handler
+
+
+def bearer_token_problem(presented: str | None, expected: bytes, carrier: str) -> str | None:
+    """Why an ``authorization`` value does not carry the `expected` token (None: it does).
+
+    `carrier` names where the value travels ("metadata", "header") for the message."""
+    if presented is None:
+        return f"missing {carrier} 'authorization: Bearer <token>'"
+    scheme, _, presented_token = presented.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return "'authorization' must read 'Bearer <token>'"
+    if not hmac.compare_digest(presented_token.strip().encode(), expected):
+        return "the bearer token in 'authorization' is not valid"
+    return None
 
 
 def _rejecting(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:

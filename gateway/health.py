@@ -53,6 +53,10 @@ class StoreHealth:
         if self._thread.is_alive():
             self._thread.join()
 
+    def failing(self) -> dict[str, str]:
+        """The stores the last check could not reach, with their errors (empty: SERVING)."""
+        return dict(self._failing)
+
     def check_once(self) -> dict[str, str]:
         """Run every check now and set the status; returns the failing stores' errors."""
         failing: dict[str, str] = {}

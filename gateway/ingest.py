@@ -1,4 +1,5 @@
-"""kgstream.v1.Ingest: document changes published to the event log (Kafka)."""
+"""kgstream.v1.Ingest: document changes published to the event log: Kafka, or the watched
+folder when the indexer reads one (connectors/folder/publisher.py)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ class IngestService(ingest_pb2_grpc.IngestServicer):
             version = self._graph.version()
         try:
             partition, offset = producer.send(change, event_time_ms=int(time.time() * 1000))
+        except ValueError as error:  # the log cannot hold this change (a folder: the doc id)
+            invalid(context, "doc_id", str(error).removeprefix(f"doc_id {change.doc_id!r} "))
         except Exception as error:  # the producer's own error already says what to check
             abort(context, grpc.StatusCode.UNAVAILABLE, str(error))
         return ingest_pb2.IngestResponse(

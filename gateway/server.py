@@ -22,6 +22,9 @@ from grpc_health.v1 import health, health_pb2_grpc
 from connectors.redis.graph_store import GraphStore
 from gateway.auth import BearerTokenInterceptor
 from gateway.health import HealthCheck, StoreHealth
+from gateway.http.app import HttpApi, HttpOptions, create_app
+from gateway.http.chat import chat_routes
+from gateway.http.server import RunningHttpServer, serve_http
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
@@ -42,6 +45,9 @@ class ServerOptions:
     health_interval_seconds: float = 2.0  # how often the stores are probed for health
     tls_cert_path: Path | None = None  # PEM server certificate (chain); with tls_key_path: TLS
     tls_key_path: Path | None = None  # PEM private key of that certificate
+    # The HTTP/JSON API (gateway/http/) beside gRPC, over the same services; None: off.
+    http_address: str | None = None
+    http_cors_origins: tuple[str, ...] = ()  # origins a browser may call it from; none: off
 
     def __post_init__(self) -> None:
         host, colon, port = self.address.rpartition(":")
@@ -78,12 +84,15 @@ class RunningServer:
     host: str
     port: int
     health: StoreHealth | None = None
+    http: RunningHttpServer | None = None
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
     def stop(self, grace: float | None = None) -> None:
+        if self.http is not None:
+            self.http.stop()
         if self.health is not None:
             self.health.stop()
         self.server.stop(grace).wait()
@@ -114,11 +123,13 @@ def serve(
             ("grpc.so_reuseport", 0),
         ],
     )
+    knowledge_graph = KnowledgeGraphService(engine, graph_store)
+    ingest = IngestService(graph_store, producer)
     query_pb2_grpc.add_KnowledgeGraphServicer_to_server(  # type: ignore[no-untyped-call]
-        KnowledgeGraphService(engine, graph_store), server
+        knowledge_graph, server
     )
     ingest_pb2_grpc.add_IngestServicer_to_server(  # type: ignore[no-untyped-call]
-        IngestService(graph_store, producer), server
+        ingest, server
     )
     health_servicer = health.HealthServicer()
     store_health = StoreHealth(
@@ -139,9 +150,25 @@ def serve(
         raise OSError(f"cannot bind the gateway to {options.address}: {error}") from error
     if port == 0:
         raise OSError(f"cannot bind the gateway to {options.address}: address in use or invalid")
+    http = None
+    if options.http_address is not None:
+        api = HttpApi(knowledge_graph, ingest, graph_store, lambda: not store_health.failing())
+        http_options = HttpOptions(
+            auth_token=options.auth_token,
+            max_body_bytes=options.max_message_bytes,
+            cors_origins=options.http_cors_origins,
+        )
+        app = create_app(api, http_options, chat_routes(knowledge_graph))
+        try:
+            http = serve_http(app, options.http_address)
+        except (OSError, ValueError):
+            server.stop(None)
+            raise
     server.start()
     host = options.address.rpartition(":")[0]
-    return RunningServer(server=server, host=host, port=port, health=store_health.start())
+    return RunningServer(
+        server=server, host=host, port=port, health=store_health.start(), http=http
+    )
 
 
 def _server_credentials(options: ServerOptions) -> grpc.ServerCredentials | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.embeddings.cache import CachedEmbedder
@@ -30,6 +31,7 @@ from dataflow.core.contributions import (
 )
 from dataflow.core.prompts import build_summary_messages
 from gateway.engine import EngineOptions, QueryEngine
+from gateway.ingest import EventPublisher
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
 from gateway.knowledge_graph import Engine
 from gateway.server import RunningServer, ServerOptions, serve
@@ -189,10 +191,17 @@ def build_engine(
     return MeteredEngine(engine, metrics) if metrics is not None else engine
 
 
-def serve_gateway(settings: Settings, engine: Engine, stores: Stores) -> RunningServer:
-    """The gateway over `engine`, its health following Redis and the vector store."""
-    producer = None
-    if settings.kafka_bootstrap_servers:
+def serve_gateway(
+    settings: Settings, engine: Engine, stores: Stores, folder: Path | None = None
+) -> RunningServer:
+    """The gateway over `engine`, its health following Redis and the vector store. Ingest
+    writes into `folder` when the indexer watches one, else publishes to Kafka if set."""
+    producer: EventPublisher | None = None
+    if folder is not None:
+        from connectors.folder.publisher import FolderPublisher
+
+        producer = FolderPublisher(folder)
+    elif settings.kafka_bootstrap_servers:
         from connectors.kafka.producer import DocumentEventProducer
 
         producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
@@ -201,6 +210,8 @@ def serve_gateway(settings: Settings, engine: Engine, stores: Stores) -> Running
         auth_token=settings.grpc_auth_token,
         tls_cert_path=settings.grpc_tls_cert_path,
         tls_key_path=settings.grpc_tls_key_path,
+        http_address=settings.http_address or None,
+        http_cors_origins=settings.http_cors_origins,
     )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
     return serve(engine, stores.graph, options, producer, health_checks=checks)

@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_flags(run)
     run.add_argument("--grpc", default=None, help="serve the gateway here (default from settings)")
     run.add_argument("--no-serve", action="store_true", help="index only; run no gateway")
+    run.add_argument("--http", default=None, help="serve the HTTP API and web UI here")
+    run.add_argument("--no-http", action="store_true", help="serve gRPC only")
     run.add_argument(
         "--until-caught-up",
         action="store_true",
@@ -89,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = command("serve", "serve the gRPC gateway over the stores (no indexing)")
     serve.add_argument("--grpc", default=None, help="HOST:PORT to listen on")
+    serve.add_argument("--http", default=None, help="HOST:PORT for the HTTP API and web UI")
+    serve.add_argument("--no-http", action="store_true", help="serve gRPC only")
 
     query = command("query", "ask a question (of a running gateway, or of the stores directly)")
     query.add_argument("question")
@@ -133,6 +137,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["kafka_topic"] = args.topic
     if getattr(args, "grpc", None) and args.command in ("run", "serve"):
         overrides["grpc_address"] = args.grpc
+    if args.command in ("run", "serve"):
+        if getattr(args, "http", None):
+            overrides["http_address"] = args.http
+        if getattr(args, "no_http", False):
+            overrides["http_address"] = ""
     return load_settings(os.environ, args.config, overrides)
 
 

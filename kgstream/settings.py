@@ -93,6 +93,11 @@ class Settings:
     # (named _path: an env variable ending in _FILE means "the value is in that file")
     grpc_tls_cert_path: Path | None = None
     grpc_tls_key_path: Path | None = None
+    # the HTTP/JSON API, chat endpoint and web UI (docs/http-api.md), beside gRPC, with the
+    # same auth token; empty: off. 9621 is LightRAG's server port.
+    http_address: str | None = "127.0.0.1:9621"
+    # origins a browser may call the HTTP API from (CORS); none: same-origin only
+    http_cors_origins: tuple[str, ...] = ()
     # request limits (gateway/types.py says why each exists); over one: INVALID_ARGUMENT
     max_question_chars: int = 4000
     max_keywords: int = 100  # high- and low-level keywords together

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from connectors.folder.paths import doc_id_for_path
 from dataflow.core.documents import DocumentUpsert
@@ -27,6 +27,15 @@ def has_hidden_part(relative_path: str) -> bool:
     return any(part.startswith(".") for part in PurePosixPath(relative_path).parts)
 
 
+def is_document_name(relative: PurePath) -> bool:
+    """True when a root-relative path is named like a document: no hidden part (a leading
+    dot), not an editor's temporary file. Says nothing of what is (or is not) on disk."""
+    name = relative.name
+    if any(part.startswith(".") for part in relative.parts):
+        return False
+    return not (name.endswith(TEMPORARY_SUFFIXES) or name.startswith(TEMPORARY_PREFIXES))
+
+
 def is_document_path(root: Path, path: Path) -> bool:
     """True when `path` (inside `root`) is a file kgstream should index.
 
@@ -38,10 +47,7 @@ def is_document_path(root: Path, path: Path) -> bool:
         relative = path.relative_to(root)
     except ValueError:
         return False
-    name = path.name
-    if any(part.startswith(".") for part in relative.parts):
-        return False
-    if name.endswith(TEMPORARY_SUFFIXES) or name.startswith(TEMPORARY_PREFIXES):
+    if not is_document_name(relative):
         return False
     try:
         target = path.resolve()

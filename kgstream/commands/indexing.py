@@ -77,7 +77,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
                 engine = build_engine(settings, stores, embedder, metrics, client)
-                gateway = start_gateway(settings, engine, stores)
+                gateway = start_gateway(settings, engine, stores, _watched_folder(settings, args))
             if settings.kafka_bootstrap_servers and args.watch is None:
                 from kgstream.telemetry import ConsumerLagReporter
 
@@ -122,7 +122,8 @@ def _live_source(
     from connectors.folder.source import FolderSource, FolderSourceOptions
     from kgstream.telemetry import record_source_hold
 
-    folder: Path = args.watch or Path("docs")
+    folder = _watched_folder(settings, args)
+    assert folder is not None  # no Kafka: a folder, ./docs by default
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder", "pass --watch DIR (or --kafka HOST:PORT)")
     print(f"kgstream: watching {folder.resolve()} (data in {settings.data_dir})", flush=True)
@@ -182,3 +183,10 @@ def _show_replay_progress(source: Any, progress: Any, stop: threading.Event) -> 
             bar.refresh()
         bar.n = progress.done(source.positions())
         bar.refresh()
+
+
+def _watched_folder(settings: Settings, args: argparse.Namespace) -> Path | None:
+    """The folder `kgstream run` indexes (--watch, else ./docs), or None when it reads Kafka."""
+    if args.watch is not None:
+        return Path(args.watch)
+    return None if settings.kafka_bootstrap_servers else Path("docs")

@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING
 
-from dataflow.core.documents import DocumentStatus, failure_kind
+from connectors.redis.failures import failed_documents
 from kgstream.commands.common import open_index_graph
 from kgstream.settings import Settings
 
-if TYPE_CHECKING:
-    from connectors.redis.graph_store import GraphStore
-
-_PAGE = 1000
 _SHOWN = 10
 
 
@@ -49,22 +44,3 @@ def command_retry_failed(settings: Settings, args: argparse.Namespace) -> int:
         if len(permanent) > _SHOWN:
             print(f"  ... and {len(permanent) - _SHOWN} more (kgstream status --json lists them)")
     return 0
-
-
-def failed_documents(graph: GraphStore) -> tuple[list[str], list[tuple[str, str]]]:
-    """The FAILED documents: the ids to retry (extraction failures), and the others with
-    their reasons."""
-    retried: list[str] = []
-    permanent: list[tuple[str, str]] = []
-    offset = 0
-    while True:
-        ids, total = graph.documents_by_status(DocumentStatus.FAILED, offset, _PAGE)
-        for doc_id, stored in graph.get_documents(ids).items():
-            record = stored.record
-            if failure_kind(record.reason) == "extraction" and record.failed_chunk_ids:
-                retried.append(doc_id)
-            else:
-                permanent.append((doc_id, record.reason))
-        offset += len(ids)
-        if not ids or offset >= total:
-            return retried, permanent

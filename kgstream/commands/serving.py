@@ -11,25 +11,35 @@ from kgstream.commands.common import UserError, data_dir_lock, require_index, te
 from kgstream.settings import Settings
 
 
-def start_gateway(settings: Settings, engine: Any, stores: Any) -> Any:
-    """Serve `engine` over gRPC, and read the vector keys its searches will need ahead."""
+def start_gateway(settings: Settings, engine: Any, stores: Any, folder: Any = None) -> Any:
+    """Serve `engine` over gRPC (and HTTP), and read the vector keys its searches will need
+    ahead. `folder`: the watched folder, where Ingest writes."""
     from kgstream.assembly import serve_gateway
 
     try:
-        gateway = serve_gateway(settings, engine, stores)
+        gateway = serve_gateway(settings, engine, stores, folder)
     except OSError as error:
         raise UserError(
-            str(error), "is another gateway running there? pass --grpc HOST:PORT (or --no-serve)"
+            str(error),
+            "is another gateway running there? pass --grpc HOST:PORT and --http HOST:PORT "
+            "(or --no-http, --no-serve)",
         ) from None
     stores.vectors.start_key_warmup()
-    _print_serving(gateway.address, tls=settings.grpc_tls_cert_path is not None)
+    http_url = gateway.http.url if gateway.http is not None else None
+    _print_serving(gateway.address, http_url, tls=settings.grpc_tls_cert_path is not None)
     return gateway
 
 
-def _print_serving(address: str, tls: bool = False) -> None:
+def _print_serving(address: str, http_url: str | None, tls: bool = False) -> None:
     transport = "gRPC over TLS" if tls else "gRPC"
+    web = (
+        f"  web:   {http_url}/ (graph, queries, documents; HTTP API {http_url}/openapi.json)\n"
+        if http_url
+        else ""
+    )
     print(
         f"kgstream: gateway on {address} ({transport}; health and reflection on)\n"
+        f"{web}"
         f'  ask:   kgstream query "your question" --grpc {address}\n'
         "  yours: kgstream run --watch YOUR_FOLDER --data YOUR_DATA_DIR\n"
         "  LLM:   set OPENAI_BASE_URL, OPENAI_API_KEY and KGSTREAM_LLM_MODEL for answers and "

@@ -10,17 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FREE_HTTP_ADDRESS = "127.0.0.1:0"  # tests run side by side: never the default port
 
 
 def clean_environment(llm_server_url: str) -> dict[str, str]:
     """The caller's environment without kgstream or OpenAI settings, embedding through
-    the OpenAI-compatible test server (the local model is covered by its own tests)."""
+    the OpenAI-compatible test server (the local model is covered by its own tests), and
+    the HTTP API on a free port (`http_url_of` reads it from the output)."""
     environment = {
         k: v for k, v in os.environ.items() if not k.startswith(("KGSTREAM_", "OPENAI_"))
     }
     environment.update(
         KGSTREAM_EMBEDDING_BASE_URL=llm_server_url,
         KGSTREAM_EMBEDDING_MODEL="test-embedding-model",
+        KGSTREAM_HTTP_ADDRESS=FREE_HTTP_ADDRESS,
     )
     return environment
 

@@ -1,0 +1,628 @@
+"""The HTTP/JSON API (Starlette): every gRPC method as a route, server-sent events for
+streamed answers and index changes, the OpenAI-compatible chat endpoint and the web UI.
+
+Each route turns the HTTP request into the gRPC request message (`gateway/http/messages.py`)
+and calls the very servicer method the gRPC server calls (`gateway/http/calls.py` says why),
+so the two transports cannot drift apart. `ROUTES` is the table the OpenAPI document is
+generated from (`gateway/http/openapi.py`); docs/http-api.md describes the API for users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import anyio.from_thread
+import grpc
+from google.protobuf.message import Message
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from connectors.redis.failures import failed_documents
+from connectors.redis.graph_store import GraphStore
+from dataflow.core.documents import DocumentStatus
+from gateway.http.auth import BearerTokenMiddleware
+from gateway.http.calls import CallFailed, HttpCall, error_body
+from gateway.http.messages import BadJson, from_json, to_json
+from gateway.ingest import IngestService
+from gateway.knowledge_graph import KnowledgeGraphService
+from protos.kgstream.v1 import ingest_pb2, query_pb2
+
+MAX_TIMEOUT_MS = 3_600_000
+EVENTS_POLL_SECONDS = 0.25  # how often /api/v1/events looks at the index version
+EVENTS_PING_SECONDS = 15.0  # an SSE comment keeps proxies from closing an idle stream
+DEFAULT_SEARCH_LIMIT = 20
+MAX_SEARCH_LIMIT = 200
+WEBUI_PACKAGE = "gateway.http"
+WEBUI_FOLDER = "webui"
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """What the HTTP app needs beyond the services: auth, body limit, CORS."""
+
+    auth_token: str | None = None
+    max_body_bytes: int = 16 * 1024 * 1024  # as the gRPC gateway's message limit
+    cors_origins: tuple[str, ...] = ()  # none: CORS off (same-origin only)
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    """One route of the API, with what the OpenAPI document says of it."""
+
+    method: str
+    path: str
+    endpoint: Callable[..., Any]
+    summary: str
+    body: type[Message] | None = None  # the JSON body's message
+    query: type[Message] | None = None  # the query parameters' message (its scalar fields)
+    response: type[Message] | str | None = None  # a message, or a schema name in openapi.py
+    streams: bool = False  # text/event-stream
+    path_fields: tuple[str, ...] = field(default=())
+
+
+class VersionWatch:
+    """The index version and when this server first saw it (freshness for the UI)."""
+
+    def __init__(self, graph: GraphStore) -> None:
+        self._graph = graph
+        self._version = -1
+        self._changed_at_ms = 0
+
+    def read(self) -> dict[str, Any]:
+        version = self._graph.version()
+        if version != self._version:
+            self._version, self._changed_at_ms = version, int(time.time() * 1000)
+        counts = self._graph.status_counts()
+        return {
+            "index_version": version,
+            "changed_at_ms": self._changed_at_ms,
+            "documents": {status.name.lower(): counts[status] for status in DocumentStatus},
+        }
+
+
+class HttpApi:
+    """The routes over one gateway's services."""
+
+    def __init__(
+        self,
+        knowledge_graph: KnowledgeGraphService,
+        ingest: IngestService,
+        graph: GraphStore,
+        serving: Callable[[], bool],
+    ) -> None:
+        self.knowledge_graph = knowledge_graph
+        self.ingest = ingest
+        self.graph = graph
+        self.serving = serving
+        self.versions = VersionWatch(graph)
+
+    # -- queries ---------------------------------------------------------------
+
+    async def query(self, request: Request) -> Response:
+        message = await _body(request, query_pb2.QueryRequest)
+        return await _unary(request, self.knowledge_graph.Query, message)
+
+    async def retrieve(self, request: Request) -> Response:
+        message = await _body(request, query_pb2.QueryRequest)
+        return await _unary(request, self.knowledge_graph.Retrieve, message)
+
+    async def query_stream(self, request: Request) -> Response:
+        message = await _body(request, query_pb2.QueryRequest)
+        call = call_of(request)
+        events = self.knowledge_graph.QueryStream(message, call)
+        try:  # a request refused before the first event gets its status, not a 200
+            first = await run_in_threadpool(next, events)
+        except CallFailed as failure:
+            call.finish()
+            return JSONResponse(
+                error_body(failure.code, failure.message), status_code=failure.http_status
+            )
+
+        def stream() -> Iterator[str]:
+            try:
+                for event in itertools.chain([first], events):
+                    kind = event.WhichOneof("event") or ""
+                    yield sse(kind, to_json(getattr(event, kind)))
+            except CallFailed as failure:
+                yield sse("error", error_body(failure.code, failure.message))
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers=_SSE_HEADERS,
+            background=BackgroundTask(call.finish),
+        )
+
+    # -- graph -----------------------------------------------------------------
+
+    async def search_entities(self, request: Request) -> Response:
+        text = request.query_params.get("q", "")
+        limit = _int_param(request, "limit", DEFAULT_SEARCH_LIMIT, 1, MAX_SEARCH_LIMIT)
+        if not text.strip():
+            return _bad_request("q", "must name what to search for")
+        # A local-mode retrieval with the text as its only keyword: exact names and aliases
+        # first, then entity vectors (gateway/engine.py), without an LLM call.
+        message = query_pb2.QueryRequest(
+            question=text,
+            mode=query_pb2.QUERY_MODE_LOCAL,
+            low_level_keywords=[text],
+            high_level_keywords=[text],
+            top_k=limit,
+            chunk_top_k=1,
+            include_references=False,
+        )
+        result = await _call(request, self.knowledge_graph.Retrieve, message)
+        if isinstance(result, Response):
+            return result
+        return JSONResponse(
+            {
+                "entities": [to_json(entity) for entity in result.entities[:limit]],
+                "index_version": result.index_version,
+            }
+        )
+
+    async def entity(self, request: Request) -> Response:
+        message = query_pb2.GetEntityRequest(name=request.path_params["name"])
+        return await _unary(request, self.knowledge_graph.GetEntity, message)
+
+    async def relation(self, request: Request) -> Response:
+        message = await _query(request, query_pb2.GetRelationRequest)
+        return await _unary(request, self.knowledge_graph.GetRelation, message)
+
+    async def subgraph(self, request: Request) -> Response:
+        message = await _query(request, query_pb2.GetSubgraphRequest)
+        return await _unary(request, self.knowledge_graph.GetSubgraph, message)
+
+    async def chunk(self, request: Request) -> Response:
+        chunk_id = request.path_params["chunk_id"]
+
+        def read() -> tuple[int, Any]:
+            version = self.graph.version()
+            return version, self.graph.get_chunks([chunk_id]).get(chunk_id)
+
+        result = await _guarded(request, read)
+        if isinstance(result, Response):
+            return result
+        version, chunk = result
+        if chunk is None:
+            return _error(
+                grpc.StatusCode.NOT_FOUND, f"no chunk {chunk_id!r} at index version {version}"
+            )
+        return JSONResponse(
+            {
+                "chunk_id": chunk.chunk_id,
+                "doc_id": chunk.doc_id,
+                "file_path": chunk.file_path,
+                "order": chunk.order,
+                "text": chunk.text,
+                "index_version": version,
+            }
+        )
+
+    # -- documents -------------------------------------------------------------
+
+    async def documents(self, request: Request) -> Response:
+        message = await _query(request, query_pb2.ListDocumentsRequest)
+        return await _unary(request, self.knowledge_graph.ListDocuments, message)
+
+    async def document(self, request: Request) -> Response:
+        message = query_pb2.GetDocumentRequest(doc_id=request.path_params["doc_id"])
+        return await _unary(request, self.knowledge_graph.GetDocument, message)
+
+    async def upsert_document(self, request: Request) -> Response:
+        body = await _json_object(request)
+        if isinstance(body, Response):
+            return body
+        content = body.get("content")
+        if not isinstance(content, str):
+            return _bad_request("content", "must be the document's text (a JSON string)")
+        file_path = body.get("file_path", "")
+        if not isinstance(file_path, str):
+            return _bad_request("file_path", "must be a string")
+        unknown = sorted(set(body) - {"content", "file_path"})
+        if unknown:
+            return _bad_request(unknown[0], "is not a field of a document upsert")
+        message = ingest_pb2.UpsertDocumentRequest(
+            doc_id=request.path_params["doc_id"],
+            content=content.encode("utf-8", "surrogatepass"),
+            file_path=file_path,
+        )
+        return await _unary(request, self.ingest.UpsertDocument, message)
+
+    async def delete_document(self, request: Request) -> Response:
+        message = ingest_pb2.DeleteDocumentRequest(doc_id=request.path_params["doc_id"])
+        return await _unary(request, self.ingest.DeleteDocument, message)
+
+    async def retry_failed(self, request: Request) -> Response:
+        def retry() -> dict[str, Any]:
+            retried, permanent = failed_documents(self.graph)
+            if retried:
+                self.graph.request_retry(time.time())
+            return {
+                "retried": retried,
+                "not_retried": [{"doc_id": d, "reason": r} for d, r in permanent],
+            }
+
+        result = await _guarded(request, retry)
+        return result if isinstance(result, Response) else JSONResponse(result)
+
+    # -- the index -------------------------------------------------------------
+
+    async def version(self, request: Request) -> Response:
+        wanted = _int_param(request, "min_index_version", 0, 0, 2**62)
+        timeout_ms = _int_param(request, "timeout_ms", 30_000, 0, MAX_TIMEOUT_MS)
+
+        def read() -> dict[str, Any]:
+            if wanted:
+                self.graph.wait_for_version(wanted, timeout_ms / 1000)
+            return self.versions.read()
+
+        result = await _guarded(request, read)
+        return result if isinstance(result, Response) else JSONResponse(result)
+
+    async def events(self, request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            last, pinged = None, time.monotonic()
+            while not await request.is_disconnected():
+                try:
+                    state = await run_in_threadpool(self.versions.read)
+                except CallFailed as failure:
+                    yield sse("error", error_body(failure.code, failure.message))
+                    state = None
+                except Exception as error:  # a store outage: said, then waited out
+                    yield sse("error", error_body(grpc.StatusCode.UNAVAILABLE, str(error)))
+                    state = None
+                if state is not None and state != last:
+                    last = state
+                    yield sse("version", state)
+                elif time.monotonic() - pinged >= EVENTS_PING_SECONDS:
+                    pinged = time.monotonic()
+                    yield ": ping\n\n"
+                await asyncio.sleep(EVENTS_POLL_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=_SSE_HEADERS)
+
+    async def health(self, request: Request) -> Response:
+        serving = self.serving()
+        return JSONResponse(
+            {"status": "SERVING" if serving else "NOT_SERVING"}, status_code=200 if serving else 503
+        )
+
+    def routes(self) -> list[ApiRoute]:
+        Q, I = query_pb2, ingest_pb2  # noqa: E741 (short names keep the table readable)
+        return [
+            ApiRoute(
+                "GET",
+                "/healthz",
+                self.health,
+                "Whether the stores can be reached",
+                response="Health",
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/version",
+                self.version,
+                "The index version and document counts; waits for min_index_version",
+                response="Version",
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/events",
+                self.events,
+                "Server-sent `version` events whenever the index version moves",
+                response="Version",
+                streams=True,
+            ),
+            ApiRoute(
+                "POST",
+                "/api/v1/query",
+                self.query,
+                "Answer a question (Query)",
+                body=Q.QueryRequest,
+                response=Q.QueryResponse,
+            ),
+            ApiRoute(
+                "POST",
+                "/api/v1/query/stream",
+                self.query_stream,
+                "Answer a question as server-sent events: context, deltas, done (QueryStream)",
+                body=Q.QueryRequest,
+                response=Q.QueryEvent,
+                streams=True,
+            ),
+            ApiRoute(
+                "POST",
+                "/api/v1/retrieve",
+                self.retrieve,
+                "Retrieve the context only (Retrieve)",
+                body=Q.QueryRequest,
+                response=Q.RetrievalResult,
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/entities",
+                self.search_entities,
+                "Search entities: exact names and aliases first, then by similarity",
+                response="EntitySearch",
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/entities/{name}",
+                self.entity,
+                "One entity by name or key (GetEntity)",
+                response=Q.GetEntityResponse,
+                path_fields=("name",),
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/relations",
+                self.relation,
+                "The relation between two entities (GetRelation)",
+                query=Q.GetRelationRequest,
+                response=Q.GetRelationResponse,
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/subgraph",
+                self.subgraph,
+                "An entity's neighbourhood (GetSubgraph)",
+                query=Q.GetSubgraphRequest,
+                response=Q.GetSubgraphResponse,
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/chunks/{chunk_id}",
+                self.chunk,
+                "One chunk's text and source",
+                response="Chunk",
+                path_fields=("chunk_id",),
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/documents",
+                self.documents,
+                "Documents by status, a page at a time (ListDocuments)",
+                query=Q.ListDocumentsRequest,
+                response=Q.ListDocumentsResponse,
+            ),
+            ApiRoute(
+                "GET",
+                "/api/v1/documents/{doc_id:path}",
+                self.document,
+                "One document's status (GetDocument)",
+                response=Q.GetDocumentResponse,
+                path_fields=("doc_id",),
+            ),
+            ApiRoute(
+                "PUT",
+                "/api/v1/documents/{doc_id:path}",
+                self.upsert_document,
+                "Add or replace a document (UpsertDocument)",
+                response=I.IngestResponse,
+                path_fields=("doc_id",),
+            ),
+            ApiRoute(
+                "DELETE",
+                "/api/v1/documents/{doc_id:path}",
+                self.delete_document,
+                "Delete a document (DeleteDocument)",
+                response=I.IngestResponse,
+                path_fields=("doc_id",),
+            ),
+            ApiRoute(
+                "POST",
+                "/api/v1/retry-failed",
+                self.retry_failed,
+                "Ask the indexer to retry the documents whose extraction failed",
+                response="RetryFailed",
+            ),
+        ]
+
+
+def create_app(
+    api: HttpApi, options: HttpOptions, extra_routes: list[ApiRoute] | None = None
+) -> Starlette:
+    """The ASGI app: `api`'s routes (and `extra_routes`), /openapi.json and the web UI."""
+    from gateway.http.openapi import openapi_document
+
+    table = api.routes() + list(extra_routes or ())
+    document = openapi_document(table)
+    routes: list[BaseRoute] = [
+        Route(route.path, route.endpoint, methods=[route.method]) for route in table
+    ]
+    routes.append(Route("/openapi.json", lambda _: JSONResponse(document), methods=["GET"]))
+    webui = resources.files(WEBUI_PACKAGE) / WEBUI_FOLDER
+    if webui.is_dir() and (webui / "index.html").is_file():
+        index = str(webui / "index.html")
+        routes.append(Route("/", lambda _: FileResponse(index), methods=["GET"]))
+        routes.append(Mount("/", StaticFiles(directory=str(webui)), name="webui"))
+    middleware = []
+    if options.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(options.cors_origins),
+                allow_methods=["GET", "POST", "PUT", "DELETE"],
+                allow_headers=["authorization", "content-type"],
+            )
+        )
+    if options.auth_token:
+        middleware.append(Middleware(BearerTokenMiddleware, token=options.auth_token))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: _http_exception, _Rejected: _rejected},
+    )
+    app.state.max_body_bytes = options.max_body_bytes
+    return app
+
+
+# -- helpers -------------------------------------------------------------------
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def sse(event: str, data: Mapping[str, Any]) -> str:
+    """One server-sent event; the data is one line of JSON."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {
+        404: grpc.StatusCode.NOT_FOUND,
+        405: grpc.StatusCode.UNIMPLEMENTED,
+    }.get(exc.status_code, grpc.StatusCode.INVALID_ARGUMENT)
+    return JSONResponse(error_body(code, str(exc.detail), ""), status_code=exc.status_code)
+
+
+async def _rejected(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _Rejected)
+    return exc.response
+
+
+def _error(code: grpc.StatusCode, message: str) -> Response:
+    from gateway.http.calls import HTTP_STATUS
+
+    return JSONResponse(error_body(code, message), status_code=HTTP_STATUS.get(code, 500))
+
+
+def _bad_request(field_name: str, message: str) -> Response:
+    return JSONResponse(
+        error_body(grpc.StatusCode.INVALID_ARGUMENT, f"{field_name}: {message}", field_name),
+        status_code=400,
+    )
+
+
+class _Rejected(Exception):
+    """A request that could not be parsed: its response is ready."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, refused with 413 once it is over the app's `max_body_bytes`
+    (declared or streamed: a body without Content-Length is counted as it arrives)."""
+    limit: int = request.app.state.max_body_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _Rejected(_too_large(limit))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _Rejected(_too_large(limit))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> Response:
+    message = f"the request body is over the server's limit of {limit} bytes"
+    return JSONResponse(
+        error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, message, ""), status_code=413
+    )
+
+
+async def _json_object(request: Request) -> dict[str, Any] | Response:
+    raw = await read_body(request)
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError as error:
+        return _bad_request("body", f"is not JSON: {error}")
+    if not isinstance(body, dict):
+        return _bad_request("body", f"must be a JSON object; got {type(body).__name__}")
+    return body
+
+
+async def _body(request: Request, message_type: type[Message]) -> Any:
+    body = await _json_object(request)
+    if isinstance(body, Response):
+        raise _Rejected(body)
+    try:
+        return from_json(body, message_type)
+    except BadJson as error:
+        raise _Rejected(_bad_request(error.field or "body", str(error))) from None
+
+
+async def _query(request: Request, message_type: type[Message]) -> Any:
+    """The message from the query parameters (scalar fields; `timeout_ms` is the call's)."""
+    params = {k: v for k, v in request.query_params.items() if k != "timeout_ms"}
+    try:
+        return from_json(params, message_type)
+    except BadJson as error:
+        raise _Rejected(_bad_request(error.field or "query", str(error))) from None
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise _Rejected(_bad_request(name, f"must be an integer from {low} to {high}; got {raw!r}"))
+    return int(raw)
+
+
+def call_of(request: Request) -> HttpCall:
+    timeout_ms = _int_param(request, "timeout_ms", 0, 0, MAX_TIMEOUT_MS)
+
+    def connected() -> bool:  # runs in a worker thread of the call
+        return not anyio.from_thread.run(request.is_disconnected)
+
+    return HttpCall(timeout_ms / 1000 if timeout_ms else None, connected)
+
+
+async def _call(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
+    """The servicer's reply, or the error response its status makes."""
+    call = call_of(request)
+    try:
+        return await run_in_threadpool(method, message, call)
+    except CallFailed as failure:
+        return JSONResponse(
+            error_body(failure.code, failure.message), status_code=failure.http_status
+        )
+    finally:
+        call.finish()
+
+
+async def _unary(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Response:
+    result = await _call(request, method, message)
+    return result if isinstance(result, Response) else JSONResponse(to_json(result))
+
+
+async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
+    """`work()` in a worker thread, with the stores' errors as the servicers' statuses."""
+    from gateway.status import statuses
+
+    call = call_of(request)
+
+    def guarded() -> Any:
+        with statuses(call):
+            try:
+                return work()
+            except TimeoutError as error:
+                call.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(error))
+
+    try:
+        return await run_in_threadpool(guarded)
+    except CallFailed as failure:
+        return JSONResponse(
+            error_body(failure.code, failure.message), status_code=failure.http_status
+        )
+    finally:
+        call.finish()
