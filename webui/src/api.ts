@@ -60,7 +60,8 @@ async function errorOf(response: Response): Promise<ApiError> {
   } catch {
     // Not JSON: keep the status line.
   }
-  return new ApiError(response.status, code, `${code}: ${message}`);
+  const hint = response.status === 401 ? " (open the UI as /?token=YOUR_TOKEN)" : "";
+  return new ApiError(response.status, code, `${code}: ${message}${hint}`);
 }
 
 async function getJson<T>(path: string): Promise<T> {

@@ -1,6 +1,7 @@
 // The documents view: status and failure reasons, page by page; retry failed, delete.
 
 import { deleteDocument, listDocuments, retryFailed } from "./api";
+import { coalesce } from "./coalesce";
 import { byId, el, replaceChildren, showError } from "./dom";
 import type { Document } from "./types";
 
@@ -34,7 +35,7 @@ export class DocumentsView {
     byId("retry-failed").addEventListener("click", () => void this.retry());
   }
 
-  async refresh(): Promise<void> {
+  readonly refresh = coalesce(async () => {
     try {
       const page = await listDocuments(byId<HTMLSelectElement>("documents-status").value, PAGE_SIZE, this.current);
       this.loaded = true;
@@ -47,7 +48,7 @@ export class DocumentsView {
     } catch (error) {
       showError(String(error));
     }
-  }
+  });
 
   private row(document: Document): HTMLTableRowElement {
     const status = document.status.replace(/^DOCUMENT_STATUS_/, "").toLowerCase();
@@ -63,7 +64,8 @@ export class DocumentsView {
       void this.remove(document.doc_id);
     });
     return el("tr", { "data-testid": "document-row", "data-doc-id": document.doc_id, "data-status": status },
-      el("td", {}, el("div", {}, document.file_path || document.doc_id), el("div", { class: "muted" }, document.doc_id)),
+      el("td", {}, el("div", {}, document.file_path || document.doc_id),
+        document.file_path && document.file_path !== document.doc_id ? el("div", { class: "muted" }, document.doc_id) : null),
       el("td", {}, el("span", { class: `status status-${status}`, "data-testid": "document-status" }, status)),
       el("td", {}, String(document.length)),
       el("td", {}, document.updated_at_ms ? new Date(document.updated_at_ms).toLocaleString() : ""),

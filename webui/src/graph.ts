@@ -4,6 +4,7 @@
 
 import cytoscape from "cytoscape";
 import { fetchChunk, fetchSubgraph, searchEntities } from "./api";
+import { coalesce } from "./coalesce";
 import { byId, el, replaceChildren, showError } from "./dom";
 import type { Entity, Relation } from "./types";
 
@@ -21,7 +22,19 @@ export class GraphView {
   private entities = new Map<string, Entity>();
   private relations = new Map<string, Relation>();
   private selection: Selection = null;
-  private refreshing: Promise<void> = Promise.resolve();
+  /** The entities a live refresh brought in, marked until the next one. */
+  private fresh = new Set<string>();
+  /** Asks again for every seed's subgraph (the index moved): adds, updates and drops elements. */
+  readonly refresh = coalesce(async () => {
+    if (this.seeds.length === 0) return;
+    const before = new Set(this.entities.keys());
+    const loaded = await this.fetch(this.seeds);
+    if (loaded === null) return;
+    this.entities = loaded.entities;
+    this.relations = loaded.relations;
+    this.fresh = new Set([...this.entities.keys()].filter((key) => !before.has(key)));
+    this.sync(loaded.truncated);
+  });
 
   constructor() {
     this.cy = cytoscape({
@@ -42,6 +55,7 @@ export class GraphView {
           },
         },
         { selector: "node.seed", style: { "border-width": 3, "border-color": "#1d2430" } },
+        { selector: "node.fresh", style: { "border-width": 4, "border-color": "#e07b00" } },
         { selector: "edge", style: { width: "data(width)", "line-color": "#9aa5b5", "curve-style": "bezier" } },
         { selector: ":selected", style: { "overlay-opacity": 0.2, "overlay-color": "#e07b00" } },
         { selector: ".filtered", style: { display: "none" } },
@@ -66,7 +80,8 @@ export class GraphView {
       this.entities.clear();
       this.relations.clear();
       this.selection = null;
-      this.sync();
+      replaceChildren(byId("search-results"));
+      this.sync(false);
     });
     byId("filter-type").addEventListener("change", () => this.applyFilters());
     byId("filter-doc").addEventListener("change", () => this.applyFilters());
@@ -96,11 +111,16 @@ export class GraphView {
         ...entities.map(({ entity, degree }) => {
           const button = el("button", { type: "button", "data-testid": "search-result", "data-key": entity.key },
             entity.name, el("span", { class: "muted" }, ` ${entity.type} · ${degree} links`));
-          button.addEventListener("click", () => void this.show(entity.name));
+          button.addEventListener("click", () => {
+            replaceChildren(results);
+            void this.show(entity.name);
+          });
           return el("li", {}, button);
         }),
       );
+      // An exact match (or the only one) is shown at once; the others stay to choose from.
       if (entities.length === 1 || entities[0].entity.name.toLowerCase() === text.toLowerCase()) {
+        replaceChildren(results);
         await this.show(entities[0].entity.name);
       }
     } catch (error) {
@@ -110,12 +130,16 @@ export class GraphView {
 
   /** Replaces the graph with one entity and its neighbourhood. */
   async show(name: string): Promise<void> {
+    const loaded = await this.fetch([name]);
+    if (loaded === null) return;
     this.seeds = [name];
-    this.entities.clear();
-    this.relations.clear();
-    await this.load([name]);
+    this.entities = loaded.entities;
+    this.relations = loaded.relations;
+    this.fresh.clear();
     const shown = [...this.entities.values()].find((entity) => entity.name === name);
-    if (shown) this.select({ kind: "entity", key: shown.key });
+    this.selection = shown ? { kind: "entity", key: shown.key } : null;
+    byId("graph-chunk").hidden = true;
+    this.sync(loaded.truncated);
   }
 
   /** Merges an entity's neighbourhood into the graph and shows its properties. */
@@ -124,39 +148,38 @@ export class GraphView {
     if (!entity) return;
     this.select({ kind: "entity", key });
     if (!this.seeds.includes(entity.name)) this.seeds.push(entity.name);
-    await this.load([entity.name]);
+    const loaded = await this.fetch([entity.name]);
+    if (loaded === null) return;
+    for (const [k, value] of loaded.entities) this.entities.set(k, value);
+    for (const [id, value] of loaded.relations) this.relations.set(id, value);
+    this.sync(loaded.truncated);
   }
 
-  /** Asks again for every seed's subgraph (the index moved): adds, updates and drops elements. */
-  refresh(): Promise<void> {
-    this.refreshing = this.refreshing.then(async () => {
-      if (this.seeds.length === 0) return;
-      this.entities.clear();
-      this.relations.clear();
-      await this.load(this.seeds);
-    });
-    return this.refreshing;
-  }
-
-  private async load(seeds: string[]): Promise<void> {
+  /** The union of the seeds' subgraphs, or null (and the error shown) when a call failed. */
+  private async fetch(seeds: string[]): Promise<{
+    entities: Map<string, Entity>;
+    relations: Map<string, Relation>;
+    truncated: boolean;
+  } | null> {
     try {
       const subgraphs = await Promise.all(seeds.map((seed) => fetchSubgraph(seed, 1)));
+      const entities = new Map<string, Entity>();
+      const relations = new Map<string, Relation>();
       for (const subgraph of subgraphs) {
-        for (const entity of subgraph.entities) this.entities.set(entity.key, entity);
-        for (const relation of subgraph.relations) this.relations.set(edgeId(relation), relation);
+        for (const entity of subgraph.entities) entities.set(entity.key, entity);
+        for (const relation of subgraph.relations) relations.set(edgeId(relation), relation);
       }
-      byId("graph-count").textContent = subgraphs.some((s) => s.truncated)
-        ? `(${this.entities.size}, truncated)`
-        : `(${this.entities.size})`;
       showError(null);
+      return { entities, relations, truncated: subgraphs.some((subgraph) => subgraph.truncated) };
     } catch (error) {
       showError(String(error));
+      return null;
     }
-    this.sync();
   }
 
   /** Makes the canvas, the node list, the filters and the details match the maps. */
-  private sync(): void {
+  private sync(truncated: boolean): void {
+    byId("graph-count").textContent = `(${this.entities.size}${truncated ? ", truncated" : ""})`;
     const wanted = new Set<string>();
     const seedNames = new Set(this.seeds);
     let added = false;
@@ -171,6 +194,7 @@ export class GraphView {
           added = true;
         } else node.data(data);
         this.cy.getElementById(id).toggleClass("seed", seedNames.has(entity.name));
+        this.cy.getElementById(id).toggleClass("fresh", this.fresh.has(entity.key));
       }
       for (const [id, relation] of this.relations) {
         if (!this.entities.has(relation.source) || !this.entities.has(relation.target)) continue;
@@ -195,7 +219,7 @@ export class GraphView {
     }
     this.renderFilters();
     this.applyFilters();
-    this.renderDetails();
+    this.select(this.selection);
   }
 
   private renderFilters(): void {
@@ -230,8 +254,10 @@ export class GraphView {
     replaceChildren(
       byId("node-list"),
       ...shown.map((entity) => {
+        const fresh = this.fresh.has(entity.key);
         const button = el("button", { type: "button", "data-testid": "node-item", "data-key": entity.key },
-          entity.name, el("span", { class: "muted" }, ` ${entity.type}`));
+          entity.name, el("span", { class: "muted" }, ` ${entity.type}`),
+          fresh ? el("span", { class: "badge", "data-testid": "node-new" }, "new") : null);
         button.addEventListener("click", () => void this.expand(entity.key));
         return el("li", {}, button);
       }),
@@ -239,6 +265,8 @@ export class GraphView {
   }
 
   private select(selection: Selection): void {
+    // Another element's chunk would be out of place under the new properties.
+    if (JSON.stringify(selection) !== JSON.stringify(this.selection)) byId("graph-chunk").hidden = true;
     this.selection = selection;
     this.cy.elements().unselect();
     if (selection?.kind === "entity") this.cy.getElementById(nodeId(selection.key)).select();
@@ -276,7 +304,7 @@ export class GraphView {
 
   private sources(filePaths: string[], chunkIds: string[]): HTMLElement[] {
     const chunks = chunkIds.map((chunkId) => {
-      const button = el("button", { type: "button", class: "link", "data-testid": "chunk-link" }, chunkId);
+      const button = el("button", { type: "button", class: "link", "data-testid": "chunk-link", title: chunkId }, shortId(chunkId));
       button.addEventListener("click", () => void openChunk(chunkId, byId("graph-chunk")));
       return el("li", {}, button);
     });
@@ -299,7 +327,12 @@ function fillSelect(select: HTMLSelectElement, options: [string, string][]): voi
 function colorOf(type: string): string {
   let hash = 0;
   for (const char of type) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
-  return `hsl(${hash % 360} 55% 58%)`;
+  return `hsl(${hash % 360}, 55%, 58%)`;
+}
+
+/** "chunk-472618d801f7…" for a chunk id of a long hash; the whole id goes in the title. */
+export function shortId(chunkId: string): string {
+  return chunkId.length > 20 ? `${chunkId.slice(0, 18)}…` : chunkId;
 }
 
 /** Shows a chunk's text (as text) in a panel. */

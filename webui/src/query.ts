@@ -3,7 +3,7 @@
 
 import { streamQuery } from "./api";
 import { byId, el, replaceChildren } from "./dom";
-import { openChunk } from "./graph";
+import { openChunk, shortId } from "./graph";
 import type { Reference } from "./types";
 
 export class QueryView {
@@ -48,7 +48,10 @@ export class QueryView {
           },
           delta: (text) => answer.append(document.createTextNode(text)),
           done: (summary) => {
-            const usage = Object.entries(summary.usage ?? {}).map(([name, value]) => `${name} ${value}`).join(", ");
+            const usage = Object.entries(summary.usage ?? {})
+              .filter(([, value]) => value)
+              .map(([name, value]) => `${name} ${value}`)
+              .join(", ");
             status.textContent = `Done at index v${summary.index_version}${summary.llm_configured ? "" : " · extractive (no LLM configured)"}${usage ? ` · ${usage}` : ""}`;
             status.dataset.state = "done";
           },
@@ -68,7 +71,7 @@ export class QueryView {
       byId("query-references"),
       ...references.map((reference) => {
         const chunks = reference.chunk_ids.map((chunkId) => {
-          const button = el("button", { type: "button", class: "link", "data-testid": "reference-chunk" }, chunkId);
+          const button = el("button", { type: "button", class: "link", "data-testid": "reference-chunk", title: chunkId }, shortId(chunkId));
           button.addEventListener("click", () => void openChunk(chunkId, panel));
           return button;
         });

@@ -113,6 +113,15 @@ try {
   const versionBefore = Number(await byTestId("live-indicator").getAttribute("data-version"));
   appendFileSync(EDITED_FILE, EDIT);
   await nodeItem(NEW_ENTITY).first().waitFor({ timeout: INDEX_MS });
+  await nodeItem(NEW_ENTITY).first().getByTestId("node-new").waitFor();
+  const onCanvas = await page.evaluate(
+    (name) => window.kgstreamGraph.nodes().some((node) => node.data("name") === name && node.visible()),
+    NEW_ENTITY,
+  );
+  if (!onCanvas) throw new Error(`${NEW_ENTITY} is listed but not drawn`);
+  await nodeItem(NEW_ENTITY).first().click();
+  await byTestId("details-name").filter({ hasText: NEW_ENTITY }).waitFor();
+  await byTestId("node-list").evaluate((list) => list.closest("aside")?.scrollTo(0, 0));
   const versionAfter = Number(await byTestId("live-indicator").getAttribute("data-version"));
   if (!(versionAfter > versionBefore)) throw new Error(`the indicator stayed at v${versionBefore}`);
   seen.versions = [versionBefore, versionAfter];
@@ -122,6 +131,8 @@ try {
   await byTestId("tab-documents").click();
   const row = byTestId("document-row").filter({ hasText: "<script>alert(1)</script>" });
   await row.first().waitFor();
+  await row.first().getByTestId("document-preview").filter({ hasText: "<script>alert(1)</script>" }).waitFor();
+  await row.first().scrollIntoViewIfNeeded();
   const injected = await page.evaluate(() => document.querySelectorAll("main script, main img").length);
   if (injected !== 0) throw new Error(`document text became ${injected} element(s)`);
   await shot("documents");
