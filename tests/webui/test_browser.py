@@ -1,7 +1,7 @@
 """The web UI in a real browser (issue 14 item 4): `kgstream run` watches a copy of the sample
 corpus and serves the UI; node/browser_flow.mjs drives Debian's Chromium through it (search,
 expand, a mix query with references, a live update after a file edit, a document containing
-<script> shown as text). Screenshots of each step go to $KGSTREAM_TEST_ARTIFACTS/webui (or
+<script> shown as text, retry failed and delete), with auth on. Screenshots of each step go to $KGSTREAM_TEST_ARTIFACTS/webui (or
 tests/artifacts/webui)."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ NODE_DIR = Path(__file__).resolve().parent / "node"
 CHROMIUM = os.environ.get("KGSTREAM_CHROMIUM", "/usr/bin/chromium")
 MARKUP_DOCUMENT = "notes/markup.md"
 MARKUP = "<script>alert(1)</script> Markup Notes: the Harbour Summit page had a script in it.\n"
+# Auth is on, so the flow also proves the UI takes `?token=` and sends it (header and SSE).
+TOKEN = "webui-test-token-7Qm2"
 
 
 def artifact_folder() -> Path:
@@ -49,7 +51,8 @@ def browser_flow() -> Path:
 
 
 def get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as response:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
 
 
@@ -61,7 +64,11 @@ def test_the_web_ui_searches_expands_queries_and_updates_live_in_chromium(
     (folder / MARKUP_DOCUMENT).parent.mkdir()
     (folder / MARKUP_DOCUMENT).write_text(MARKUP)
     documents = sum(1 for path in folder.rglob("*.md"))
-    env = {**clean_environment(llm_server.base_url), "KGSTREAM_METRICS_ADDRESS": "127.0.0.1:0"}
+    env = {
+        **clean_environment(llm_server.base_url),
+        "KGSTREAM_METRICS_ADDRESS": "127.0.0.1:0",
+        "KGSTREAM_GRPC_AUTH_TOKEN": TOKEN,
+    }
     running = kgstream(
         "run",
         "--watch",
@@ -97,7 +104,7 @@ def test_the_web_ui_searches_expands_queries_and_updates_live_in_chromium(
             ["node", str(browser_flow)],
             env={
                 **os.environ,
-                "KGSTREAM_UI_URL": url + "/",
+                "KGSTREAM_UI_URL": f"{url}/?token={TOKEN}",
                 "KGSTREAM_WATCH_DIR": str(folder),
                 "KGSTREAM_ARTIFACTS": str(artifacts),
                 "KGSTREAM_CHROMIUM": CHROMIUM,
@@ -113,6 +120,7 @@ def test_the_web_ui_searches_expands_queries_and_updates_live_in_chromium(
         seen = json.loads(flow.stdout.strip().splitlines()[-1])
         assert seen["ok"] and seen["references"] > 0
         assert seen["shownAfterExpand"] > seen["shownAfterSearch"]
+        assert not (folder / MARKUP_DOCUMENT).exists(), "the UI's delete left the file"
         assert sorted(path.name for path in artifacts.glob("*.png")) == [
             "01-loaded.png",
             "02-search.png",

@@ -3,7 +3,7 @@
 // file and see the new entity appear without a reload; a document containing <script>
 // shows as text. tests/webui/test_browser.py starts `kgstream run` and runs this.
 //
-// Environment: KGSTREAM_UI_URL (the UI's address), KGSTREAM_WATCH_DIR (the watched folder),
+// Environment: KGSTREAM_UI_URL (the UI's address, with ?token= when auth is on), KGSTREAM_WATCH_DIR (the watched folder),
 // KGSTREAM_ARTIFACTS (where the screenshots go), KGSTREAM_CHROMIUM (default /usr/bin/chromium).
 // Prints one JSON line with what it saw; exits non-zero on the first failed step.
 
@@ -64,6 +64,7 @@ try {
   await page.goto(url);
   await page.waitForFunction(() => /^v\d+/.test(document.querySelector('[data-testid="live-indicator"]')?.textContent ?? ""));
   seen.indicator = await byTestId("live-indicator").textContent();
+  if (new URL(page.url()).searchParams.has("token")) throw new Error("the token stayed in the address");
   await shot("loaded");
 
   // 2. Search an entity: it and its neighbourhood are shown, with its properties.
@@ -136,6 +137,16 @@ try {
   const injected = await page.evaluate(() => document.querySelectorAll("main script, main img").length);
   if (injected !== 0) throw new Error(`document text became ${injected} element(s)`);
   await shot("documents");
+
+  // 7. Retry failed answers (nothing failed here); delete removes the document, and the
+  // list drops it when the index moves.
+  await byTestId("retry-failed").click();
+  await byTestId("documents-message").filter({ hasText: "Retrying 0 document(s)" }).waitFor();
+  const remove = row.first().getByTestId("document-delete");
+  await remove.click();
+  await remove.filter({ hasText: "Confirm delete" }).waitFor();
+  await remove.click();
+  await row.first().waitFor({ state: "detached", timeout: INDEX_MS });
 
   if (dialogs.length > 0) throw new Error(`the page opened dialogs: ${JSON.stringify(dialogs)}`);
   const samePage = await page.evaluate(() => window.__kgstreamSamePage === true);
