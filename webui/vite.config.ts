@@ -15,5 +15,13 @@ export default defineConfig({
     // One script and one stylesheet keep the served tree small and the build easy to compare.
     chunkSizeWarningLimit: 1024,
   },
-  server: { port: 19610, strictPort: true },
+  // `npm run dev`: the UI from source, the API from a running kgstream (a real one, never a mock).
+  server: {
+    host: "127.0.0.1",
+    port: 19610,
+    strictPort: true,
+    proxy: Object.fromEntries(
+      ["/api", "/v1", "/openapi.json"].map((path) => [path, process.env.KGSTREAM_HTTP_URL ?? "http://127.0.0.1:9621"]),
+    ),
+  },
 });
