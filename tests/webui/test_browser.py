@@ -1,8 +1,8 @@
 """The web UI in a real browser (issue 14 item 4): `kgstream run` watches a copy of the sample
 corpus and serves the UI; node/browser_flow.mjs drives Debian's Chromium through it (search,
-expand, a mix query with references, a live update after a file edit, a document containing
-<script> shown as text, retry failed and delete), with auth on. Screenshots of each step go
-to $KGSTREAM_TEST_ARTIFACTS/webui (or tests/artifacts/webui)."""
+expand, a mix query with references, a live update after a file edit and after its undo, a
+document containing <script> shown as text, retry failed and delete), with auth on.
+Screenshots of each step go to $KGSTREAM_TEST_ARTIFACTS/webui (or tests/artifacts/webui)."""
 
 from __future__ import annotations
 
@@ -127,7 +127,8 @@ def test_the_web_ui_searches_expands_queries_and_updates_live_in_chromium(
             "03-expand.png",
             "04-query.png",
             "05-live-update.png",
-            "06-documents.png",
+            "06-live-removal.png",
+            "07-documents.png",
         ]
     finally:
         running.terminate()

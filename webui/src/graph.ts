@@ -3,7 +3,7 @@
 // "seeds" (the entity searched and every node expanded), so a refresh re-asks for exactly them.
 
 import cytoscape from "cytoscape";
-import { fetchChunk, fetchSubgraph, searchEntities } from "./api";
+import { ApiError, fetchChunk, fetchSubgraph, searchEntities } from "./api";
 import { coalesce } from "./coalesce";
 import { byId, el, replaceChildren, showError } from "./dom";
 import type { Entity, Relation } from "./types";
@@ -28,8 +28,9 @@ export class GraphView {
   readonly refresh = coalesce(async () => {
     if (this.seeds.length === 0) return;
     const before = new Set(this.entities.keys());
-    const loaded = await this.fetch(this.seeds);
+    const loaded = await this.fetch(this.seeds, true);
     if (loaded === null) return;
+    this.seeds = loaded.seeds;
     this.entities = loaded.entities;
     this.relations = loaded.relations;
     this.fresh = new Set([...this.entities.keys()].filter((key) => !before.has(key)));
@@ -155,26 +156,35 @@ export class GraphView {
     this.sync(loaded.truncated);
   }
 
-  /** The union of the seeds' subgraphs, or null (and the error shown) when a call failed. */
-  private async fetch(seeds: string[]): Promise<{
+  /**
+   * The union of the seeds' subgraphs, or null (and the error shown) when a call failed. With
+   * `dropMissing`, a seed the index no longer has (404: its documents were deleted) is left out
+   * instead, so the refreshed graph loses it.
+   */
+  private async fetch(seeds: string[], dropMissing = false): Promise<{
+    seeds: string[];
     entities: Map<string, Entity>;
     relations: Map<string, Relation>;
     truncated: boolean;
   } | null> {
-    try {
-      const subgraphs = await Promise.all(seeds.map((seed) => fetchSubgraph(seed, 1)));
-      const entities = new Map<string, Entity>();
-      const relations = new Map<string, Relation>();
-      for (const subgraph of subgraphs) {
-        for (const entity of subgraph.entities) entities.set(entity.key, entity);
-        for (const relation of subgraph.relations) relations.set(edgeId(relation), relation);
+    const outcomes = await Promise.allSettled(seeds.map((seed) => fetchSubgraph(seed, 1)));
+    const kept: string[] = [];
+    const entities = new Map<string, Entity>();
+    const relations = new Map<string, Relation>();
+    let truncated = false;
+    for (const [index, outcome] of outcomes.entries()) {
+      if (outcome.status === "rejected") {
+        if (dropMissing && outcome.reason instanceof ApiError && outcome.reason.status === 404) continue;
+        showError(String(outcome.reason));
+        return null;
       }
-      showError(null);
-      return { entities, relations, truncated: subgraphs.some((subgraph) => subgraph.truncated) };
-    } catch (error) {
-      showError(String(error));
-      return null;
+      kept.push(seeds[index]);
+      for (const entity of outcome.value.entities) entities.set(entity.key, entity);
+      for (const relation of outcome.value.relations) relations.set(edgeId(relation), relation);
+      truncated ||= outcome.value.truncated;
     }
+    showError(null);
+    return { seeds: kept, entities, relations, truncated };
   }
 
   /** Makes the canvas, the node list, the filters and the details match the maps. */

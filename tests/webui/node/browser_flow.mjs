@@ -7,7 +7,7 @@
 // KGSTREAM_ARTIFACTS (where the screenshots go), KGSTREAM_CHROMIUM (default /usr/bin/chromium).
 // Prints one JSON line with what it saw; exits non-zero on the first failed step.
 
-import { mkdirSync, appendFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -112,6 +112,7 @@ try {
   // 5. Edit a watched file: the new entity appears in the shown graph without a reload.
   await byTestId("tab-graph").click();
   const versionBefore = Number(await byTestId("live-indicator").getAttribute("data-version"));
+  const original = readFileSync(EDITED_FILE, "utf8");
   appendFileSync(EDITED_FILE, EDIT);
   await nodeItem(NEW_ENTITY).first().waitFor({ timeout: INDEX_MS });
   await nodeItem(NEW_ENTITY).first().getByTestId("node-new").waitFor();
@@ -128,7 +129,13 @@ try {
   seen.versions = [versionBefore, versionAfter];
   await shot("live-update");
 
-  // 6. A document containing <script> shows as text: no dialog, no script element.
+  // 6. Undo the edit: the entity (expanded just now, so also a seed) leaves the graph.
+  writeFileSync(EDITED_FILE, original);
+  await nodeItem(NEW_ENTITY).first().waitFor({ state: "detached", timeout: INDEX_MS });
+  await nodeItem(SEED).first().waitFor();
+  await shot("live-removal");
+
+  // 7. A document containing <script> shows as text: no dialog, no script element.
   await byTestId("tab-documents").click();
   const row = byTestId("document-row").filter({ hasText: "<script>alert(1)</script>" });
   await row.first().waitFor();
@@ -138,7 +145,7 @@ try {
   if (injected !== 0) throw new Error(`document text became ${injected} element(s)`);
   await shot("documents");
 
-  // 7. Retry failed answers (nothing failed here); delete removes the document, and the
+  // 8. Retry failed answers (nothing failed here); delete removes the document, and the
   // list drops it when the index moves.
   await byTestId("retry-failed").click();
   await byTestId("documents-message").filter({ hasText: "Retrying 0 document(s)" }).waitFor();
