@@ -227,6 +227,7 @@ def test_published_ports_are_on_localhost_only_and_each_has_a_purpose(services, 
     assert all(port["host_ip"] == "127.0.0.1" for port in published.values()), published
     gateway = build_parser().parse_args(kgstream_services["gateway"]["command"])
     grpc_port = int(gateway.grpc.rpartition(":")[2])
+    http_port = int(gateway.http.rpartition(":")[2])
     metrics_port = {
         name: parse_metrics_address(spec["environment"]["KGSTREAM_METRICS_ADDRESS"])[1]
         for name, spec in kgstream_services.items()
@@ -238,11 +239,13 @@ def test_published_ports_are_on_localhost_only_and_each_has_a_purpose(services, 
     assert f"EXTERNAL://:{external_port}" in kafka["KAFKA_LISTENERS"].split(",")
     assert set(published) == {
         ("gateway", grpc_port),
+        ("gateway", http_port),
         ("gateway", metrics_port["gateway"]),
         ("indexer", metrics_port["indexer"]),
         ("kafka", external_port),
     }
     assert published[("gateway", grpc_port)]["published"] == "50051"
+    assert published[("gateway", http_port)]["published"] == "9621"
     assert published[("kafka", external_port)]["published"] == str(external_port)
 
     # docs/prometheus.yml scrapes exactly the published metrics ports.
