@@ -86,6 +86,29 @@ try {
   await byTestId("graph-chunk").getByTestId("chunk-text").waitFor();
   await shot("expand");
 
+  // An edge clicked on the canvas shows the relation; the type filter narrows the graph.
+  const box = await byTestId("graph-canvas").boundingBox();
+  const middle = await page.evaluate(() => {
+    // The middle of an edge that no node covers, so the click lands on the edge.
+    const cy = window.kgstreamGraph;
+    const clear = (point) =>
+      cy.nodes().every((node) => {
+        const b = node.renderedBoundingBox({ includeLabels: false });
+        return point.x < b.x1 - 4 || point.x > b.x2 + 4 || point.y < b.y1 - 4 || point.y > b.y2 + 4;
+      });
+    const edge = cy.edges().filter((e) => !e.source().same(e.target()) && clear(e.renderedMidpoint()))[0];
+    return edge.renderedMidpoint();
+  });
+  await page.mouse.click(box.x + middle.x, box.y + middle.y);
+  await byTestId("details-name").filter({ hasText: "—" }).waitFor();
+  await byTestId("filter-type").selectOption("person");
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('[data-testid="node-item"]')].every((item) => item.textContent.includes("person")),
+  );
+  seen.people = await byTestId("node-item").count();
+  await byTestId("filter-type").selectOption("");
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="node-item"]').length === n, seen.shownAfterExpand);
+
   // From here on the page must not load again: live updates arrive in place.
   await page.evaluate(() => {
     window.__kgstreamSamePage = true;
