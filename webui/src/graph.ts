@@ -233,17 +233,15 @@ export class GraphView {
   }
 
   private renderFilters(): void {
+    // By doc id: an entity's file_paths and doc_ids are two sorted sets, not pairs.
     const types = new Set<string>();
-    const documents = new Map<string, string>();
+    const documents = new Set<string>();
     for (const entity of this.entities.values()) {
       types.add(entity.type);
-      entity.doc_ids.forEach((docId, index) => documents.set(docId, entity.file_paths[index] || docId));
+      for (const docId of entity.doc_ids) documents.add(docId);
     }
     fillSelect(byId<HTMLSelectElement>("filter-type"), [...types].sort().map((t) => [t, t]));
-    fillSelect(
-      byId<HTMLSelectElement>("filter-doc"),
-      [...documents].sort((a, b) => a[1].localeCompare(b[1])),
-    );
+    fillSelect(byId<HTMLSelectElement>("filter-doc"), [...documents].sort().map((d) => [d, d]));
   }
 
   private visible(entity: Entity): boolean {

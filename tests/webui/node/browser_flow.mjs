@@ -107,6 +107,10 @@ try {
   );
   seen.people = await byTestId("node-item").count();
   await byTestId("filter-type").selectOption("");
+  await byTestId("filter-doc").selectOption("people/imogen-hale.md");
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="node-item"]').length < n, seen.shownAfterExpand);
+  await nodeItem(SEED).first().waitFor();
+  await byTestId("filter-doc").selectOption("");
   await page.waitForFunction((n) => document.querySelectorAll('[data-testid="node-item"]').length === n, seen.shownAfterExpand);
 
   // From here on the page must not load again: live updates arrive in place.
