@@ -24,12 +24,19 @@ export class GraphView {
   private selection: Selection = null;
   /** The entities a live refresh brought in, marked until the next one. */
   private fresh = new Set<string>();
+  /** Counts what the user did to the graph (show, expand, clear), so a refresh that raced one asks again. */
+  private generation = 0;
   /** Asks again for every seed's subgraph (the index moved): adds, updates and drops elements. */
   readonly refresh = coalesce(async () => {
-    if (this.seeds.length === 0) return;
+    let loaded: Awaited<ReturnType<GraphView["fetch"]>>;
+    let started: number;
+    do {
+      started = this.generation;
+      if (this.seeds.length === 0) return;
+      loaded = await this.fetch(this.seeds, true);
+      if (loaded === null) return;
+    } while (started !== this.generation);
     const before = new Set(this.entities.keys());
-    const loaded = await this.fetch(this.seeds, true);
-    if (loaded === null) return;
     this.seeds = loaded.seeds;
     this.entities = loaded.entities;
     this.relations = loaded.relations;
@@ -77,6 +84,7 @@ export class GraphView {
       void this.search(byId<HTMLInputElement>("search-input").value.trim());
     });
     byId("graph-clear").addEventListener("click", () => {
+      this.generation += 1;
       this.seeds = [];
       this.entities.clear();
       this.relations.clear();
@@ -131,8 +139,10 @@ export class GraphView {
 
   /** Replaces the graph with one entity and its neighbourhood. */
   async show(name: string): Promise<void> {
+    this.generation += 1;
     const loaded = await this.fetch([name]);
     if (loaded === null) return;
+    this.generation += 1;
     this.seeds = [name];
     this.entities = loaded.entities;
     this.relations = loaded.relations;
@@ -148,9 +158,11 @@ export class GraphView {
     const entity = this.entities.get(key);
     if (!entity) return;
     this.select({ kind: "entity", key });
+    this.generation += 1;
     if (!this.seeds.includes(entity.name)) this.seeds.push(entity.name);
     const loaded = await this.fetch([entity.name]);
     if (loaded === null) return;
+    this.generation += 1;
     for (const [k, value] of loaded.entities) this.entities.set(k, value);
     for (const [id, value] of loaded.relations) this.relations.set(id, value);
     this.sync(loaded.truncated);
