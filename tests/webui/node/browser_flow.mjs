@@ -49,6 +49,12 @@ try {
     void dialog.dismiss();
   });
   page.on("pageerror", (error) => pageErrors.push(String(error)));
+  page.on("console", (message) => {
+    // A 404 is an answer the UI handles (a seed whose entity went); script and policy errors are not.
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      pageErrors.push(`console: ${message.text()}`);
+    }
+  });
   page.setDefaultTimeout(STEP_MS);
   let step = 0;
   const shot = async (name) => {
