@@ -8,7 +8,7 @@ import { QueryView } from "./query";
 adoptUrlToken();
 
 const graph = new GraphView();
-new QueryView();
+const query = new QueryView();
 const documents = new DocumentsView();
 
 const tabs = [...document.querySelectorAll<HTMLButtonElement>("nav button[data-tab]")];
@@ -25,7 +25,8 @@ for (const tab of tabs) {
   });
 }
 
-watchVersion(() => {
+watchVersion((info) => {
   void graph.refresh();
+  query.noteVersion(info.index_version);
   if (documents.loaded) void documents.refresh();
 });

@@ -8,6 +8,8 @@ import type { Reference } from "./types";
 
 export class QueryView {
   private running: AbortController | null = null;
+  /** The index version the shown answer was made at. */
+  private answeredAt: number | null = null;
 
   constructor() {
     byId<HTMLFormElement>("query-form").addEventListener("submit", (event) => {
@@ -28,6 +30,8 @@ export class QueryView {
     const controller = new AbortController();
     this.running = controller;
     answer.textContent = "";
+    this.answeredAt = null;
+    byId("query-stale").hidden = true;
     replaceChildren(byId("query-references"));
     byId("query-chunk").hidden = true;
     status.textContent = "Retrieving…";
@@ -54,6 +58,7 @@ export class QueryView {
               .join(", ");
             status.textContent = `Done at index v${summary.index_version}${summary.llm_configured ? "" : " · extractive (no LLM configured)"}${usage ? ` · ${usage}` : ""}`;
             status.dataset.state = "done";
+            this.answeredAt = summary.index_version;
           },
         },
         controller.signal,
@@ -63,6 +68,14 @@ export class QueryView {
       status.textContent = String(error);
       status.dataset.state = "error";
     }
+  }
+
+  /** The answer is not refreshed by itself (it may have cost an LLM call): say it is older. */
+  noteVersion(version: number): void {
+    if (this.answeredAt === null || version <= this.answeredAt) return;
+    const stale = byId("query-stale");
+    stale.textContent = `The index has moved to v${version} since this answer (v${this.answeredAt}): ask again for a fresh one.`;
+    stale.hidden = false;
   }
 
   private renderReferences(references: Reference[]): void {

@@ -160,6 +160,8 @@ try {
   const versionAfter = Number(await byTestId("live-indicator").getAttribute("data-version"));
   if (!(versionAfter > versionBefore)) throw new Error(`the indicator stayed at v${versionBefore}`);
   seen.versions = [versionBefore, versionAfter];
+  // The answer on the query tab is not remade by itself, but says that it is older.
+  await page.waitForFunction(() => !document.querySelector('[data-testid="query-stale"]').hidden);
   await shot("live-update");
 
   // 6. Undo the edit: the entity (expanded just now, so also a seed) leaves the graph.
