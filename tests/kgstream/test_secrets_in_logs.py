@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import threading
 from pathlib import Path
 from urllib.parse import quote
 
@@ -16,7 +14,7 @@ import grpc
 
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import Output, clean_environment, kgstream, wait_until
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.redis import RedisTestServer
 
@@ -26,27 +24,6 @@ SECRETS = {
     "OPENAI_API_KEY": "sk-llm-Jr5XeG2wQa8mV3",
     "KGSTREAM_EMBEDDING_API_KEY": "sk-emb-Pn7CzL4vKt0yS9",
 }
-
-
-class Output:
-    """Every line a process writes, read on a thread (the pipe must never fill up)."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
-        self._thread.start()
-
-    def _read(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            self.lines.append(line)
-
-    def has(self, text: str) -> bool:
-        return any(text in line for line in list(self.lines))
-
-    def join(self) -> str:
-        self._thread.join(timeout=60)
-        return "".join(self.lines)
 
 
 def leaked(text: str) -> list[str]:
