@@ -362,7 +362,7 @@ export async function openChunk(chunkId: string, panel: HTMLElement): Promise<vo
   try {
     const chunk = await fetchChunk(chunkId);
     replaceChildren(panel,
-      el("h4", {}, chunk.file_path || chunk.doc_id, el("span", { class: "muted" }, ` · ${chunk.chunk_id}`)),
+      el("h4", { title: chunk.chunk_id }, chunk.file_path || chunk.doc_id, el("span", { class: "muted" }, ` · ${shortId(chunk.chunk_id)}`)),
       el("pre", { "data-testid": "chunk-text" }, chunk.text));
   } catch (error) {
     replaceChildren(panel, el("p", { class: "error" }, String(error)));

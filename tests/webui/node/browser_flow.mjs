@@ -90,6 +90,7 @@ try {
   seen.shownAfterExpand = await byTestId("node-item").count();
   await byTestId("details-chunks").getByTestId("chunk-link").first().click();
   await byTestId("graph-chunk").getByTestId("chunk-text").waitFor();
+  await byTestId("graph-chunk").scrollIntoViewIfNeeded();
   await shot("expand");
 
   // An edge clicked on the canvas shows the relation; the type filter narrows the graph.
