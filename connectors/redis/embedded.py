@@ -18,7 +18,6 @@ the same data directory finds everything where it was.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -27,7 +26,6 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -35,7 +33,6 @@ from redis.retry import Retry
 
 # sockaddr_un.sun_path is 108 bytes on Linux, including the trailing NUL.
 _MAX_SOCKET_PATH_BYTES = 107
-_PR_SET_PDEATHSIG = 1
 
 
 class RedisServerNotFound(RuntimeError):
@@ -85,32 +82,31 @@ def _packaged_redis_server() -> str | None:
     return None
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGTERM the child when its parent dies (runs in the child).
+# Runs as `python -I -S -c ... PARENT_PID EXECUTABLE ARGS...`: asks Linux to SIGTERM this
+# process when the thread that started it exits, then becomes redis-server (the request
+# survives exec). Without it, a kgstream killed with -9 would leave its redis-server running
+# on the data directory, and the next start would find the directory in use; SIGTERM makes
+# redis-server save and exit cleanly. This is a separate program rather than a preexec_fn:
+# Python code between fork and exec in a threaded process can abort the child (its
+# after-fork re-initialisation fails with a fatal error, SIGABRT), as CI runs saw.
+_PARENT_DEATH_SIGNAL_LAUNCHER = """
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("kgstream exited before its redis-server started")
+os.execv(sys.argv[2], sys.argv[2:])
+"""
 
-    Without this, a kgstream killed with -9 would leave its redis-server running
-    on the data directory, and the next start would find the directory in use.
-    SIGTERM makes redis-server save and exit cleanly. Linux sends the signal when
-    the *thread* that started the server exits, so call `start()` from a thread
-    that lives as long as the server (the main thread, normally).
-    """
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
+def _server_command(executable: str, config_path: Path) -> list[str]:
+    """The command that starts redis-server, dying with its parent on Linux (see above).
 
-def _load_prctl() -> Any:
-    """libc's prctl, looked up in the parent: between fork and exec the child of a
-    threaded process must not load libraries (dlopen takes locks another thread may hold;
-    under load that aborted the child with SIGABRT)."""
+    Linux sends the signal when the *thread* that started the server exits, so call
+    `start()` from a thread that lives as long as the server (the main thread, normally)."""
     if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl()
+        return [executable, str(config_path)]
+    launcher = [sys.executable, "-I", "-S", "-c", _PARENT_DEATH_SIGNAL_LAUNCHER]
+    return [*launcher, str(os.getpid()), executable, str(config_path)]
 
 
 def _process_is_redis(pid: int) -> bool:
@@ -188,23 +184,21 @@ class EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._clear_stale_files()
         self.config_path.write_text(self._config_text())
-        preexec = _die_with_parent if sys.platform.startswith("linux") else None
         for attempt in range(_START_ATTEMPTS):
             self._process = subprocess.Popen(
-                [executable, str(self.config_path)],
+                _server_command(executable, self.config_path),
                 cwd=self.data_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                preexec_fn=preexec,
             )
             try:
                 self._wait_until_ready(self._process, executable)
                 return self
             except _StartAborted:
-                # Seen under load when the previous server on this directory had removed
-                # its pidfile but not yet exited: the new one dies of SIGABRT before it
-                # logs a line. Give the old one a moment and start again.
+                # A start that dies of SIGABRT before it logs a line was seen under load
+                # while the child still ran Python between fork and exec (a preexec_fn);
+                # the launcher above removed that, and a second try stays as a guard.
                 if attempt + 1 == _START_ATTEMPTS:
                     raise
                 time.sleep(0.2 * (attempt + 1))

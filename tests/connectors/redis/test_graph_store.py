@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -37,6 +39,7 @@ from dataflow.core.documents import (
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.naming import relation_pair
 from dataflow.core.offline.extractor import extract_offline
+from tests.kgstream.processes import wait_until
 
 ODD_KEYS = (
     "alan turing",
@@ -730,3 +733,46 @@ def test_embedded_server_refuses_a_data_dir_another_server_is_using(tmp_path: Pa
             assert client.ping()
         finally:
             client.close()
+
+
+def test_embedded_server_exits_when_the_process_that_started_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of kgstream leaves no redis-server on its data directory (Linux's parent-death
+    signal, set by the launcher before it becomes redis-server), and the data dir starts
+    again at once."""
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from connectors.redis.embedded import EmbeddedRedis; "
+            "server = EmbeddedRedis(Path(sys.argv[1])).start(); "
+            "print(server.pid, flush=True); sys.stdin.read()",
+            str(tmp_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert starter.stdout is not None
+    server_pid = int(starter.stdout.readline())
+    assert b"redis-server" in Path(f"/proc/{server_pid}/cmdline").read_bytes()
+    starter.kill()
+    starter.wait()
+    wait_until(lambda: not _is_running(server_pid), 15, "redis-server to exit")
+    with EmbeddedRedis(tmp_path) as server:
+        client = server.client()
+        try:
+            assert client.ping()
+        finally:
+            client.close()
+
+
+def _is_running(pid: int) -> bool:
+    """Whether `pid` is alive (a zombie waiting for whoever reaps orphans is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"

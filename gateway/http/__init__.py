@@ -1,0 +1,1 @@
+"""The gateway over HTTP: the JSON API, the OpenAI-compatible chat endpoint and the web UI."""
