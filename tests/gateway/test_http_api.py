@@ -6,6 +6,7 @@ tests check the HTTP side: routing, JSON both ways, statuses, streaming and safe
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -290,6 +291,9 @@ def test_openapi_document_is_generated_from_the_routes_and_protos(http: httpx.Cl
     assert "QUERY_MODE_MIX" in mode["enum"]
     depth = [p for p in paths["/api/v1/subgraph"]["get"]["parameters"] if p["name"] == "depth"]
     assert depth and depth[0]["in"] == "query"
+    # every reference resolves
+    refs = re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(document))
+    assert refs and set(refs) <= set(schemas), set(refs) - set(schemas)
 
 
 def test_health_follows_the_stores(http: httpx.Client) -> None:
