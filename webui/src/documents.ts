@@ -12,6 +12,8 @@ export class DocumentsView {
   private previous: string[] = [];
   private current = "";
   private next = "";
+  /** The document whose Delete was clicked once (the next click deletes it). */
+  private armed: string | null = null;
   loaded = false;
 
   constructor() {
@@ -52,14 +54,17 @@ export class DocumentsView {
 
   private row(document: Document): HTMLTableRowElement {
     const status = document.status.replace(/^DOCUMENT_STATUS_/, "").toLowerCase();
-    const remove = el("button", { type: "button", "data-testid": "document-delete" }, "Delete");
-    // Two clicks: the first arms the button, so a stray click deletes nothing.
+    const armed = this.armed === document.doc_id;
+    const remove = el("button", { type: "button", "data-testid": "document-delete" }, armed ? "Confirm delete" : "Delete");
+    // Two clicks: the first arms the button, so a stray click deletes nothing. The armed
+    // document is the view's state, so a live refresh between the clicks keeps it armed.
     remove.addEventListener("click", () => {
-      if (remove.dataset.armed !== "true") {
-        remove.dataset.armed = "true";
+      if (this.armed !== document.doc_id) {
+        this.armed = document.doc_id;
         remove.textContent = "Confirm delete";
         return;
       }
+      this.armed = null;
       remove.disabled = true;
       void this.remove(document.doc_id);
     });
