@@ -192,6 +192,19 @@ def processed_documents(address: str) -> int:
         channel.close()
 
 
+CATCH_UP_SECONDS = 300.0
+
+
+def seconds_until_processed(address: str, documents: int, timeout: float) -> float | None:
+    """Seconds until `documents` are PROCESSED (None: not within `timeout`)."""
+    started = time.monotonic()
+    while processed_documents(address) < documents:
+        if time.monotonic() - started > timeout:
+            return None
+        time.sleep(0.2)  # a poll of the index, not a wait standing in for one
+    return time.monotonic() - started
+
+
 def print_report(report: LoadReport, processed: int, load_before: str) -> None:
     print(
         f"{len(report.clients)} clients, {report.seconds:.1f} s, {report.calls} calls "
@@ -247,7 +260,13 @@ def measure(args: argparse.Namespace, work: Path) -> int:
         progress(f"{args.clients} clients for {args.seconds:g} s, {args.docs} documents")
         report = run_load(address, folder, documents, questions, args.clients, args.seconds)
         processed = processed_documents(address)
+        caught_up = seconds_until_processed(address, args.docs, CATCH_UP_SECONDS)
     print_report(report, processed, load_before)
+    print(
+        f"all {args.docs} PROCESSED {caught_up:.1f} s after the load ended"
+        if caught_up is not None
+        else f"not all {args.docs} PROCESSED within {CATCH_UP_SECONDS} s after the load ended"
+    )
     return 1 if report.errors or report.backward_steps else 0
 
 

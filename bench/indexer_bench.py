@@ -432,6 +432,7 @@ def clean_environment() -> dict[str, str]:
         if not key.startswith(("KGSTREAM_", "OPENAI_"))
     }
     env["PYTHONUNBUFFERED"] = "1"
+    env["KGSTREAM_HTTP_ADDRESS"] = "127.0.0.1:0"  # a kgstream already on 9621 does not clash
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return env
 
