@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
@@ -22,13 +23,13 @@ from grpc_health.v1 import health, health_pb2_grpc
 from connectors.redis.graph_store import GraphStore
 from gateway.auth import BearerTokenInterceptor
 from gateway.health import HealthCheck, StoreHealth
-from gateway.http.app import HttpApi, HttpOptions, create_app
-from gateway.http.chat import chat_routes
-from gateway.http.server import RunningHttpServer, serve_http
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
 from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+
+if TYPE_CHECKING:  # Starlette and uvicorn load only when the HTTP API is served
+    from gateway.http.server import RunningHttpServer
 
 KNOWLEDGE_GRAPH_SERVICE = query_pb2.DESCRIPTOR.services_by_name["KnowledgeGraph"].full_name
 INGEST_SERVICE = ingest_pb2.DESCRIPTOR.services_by_name["Ingest"].full_name
@@ -152,6 +153,10 @@ def serve(
         raise OSError(f"cannot bind the gateway to {options.address}: address in use or invalid")
     http = None
     if options.http_address is not None:
+        from gateway.http.app import HttpApi, HttpOptions, create_app
+        from gateway.http.chat import chat_routes
+        from gateway.http.server import serve_http
+
         api = HttpApi(knowledge_graph, ingest, graph_store, lambda: not store_health.failing())
         http_options = HttpOptions(
             auth_token=options.auth_token,

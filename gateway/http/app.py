@@ -36,10 +36,12 @@ from connectors.redis.failures import failed_documents
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
 from gateway.http.auth import BearerTokenMiddleware
-from gateway.http.calls import CallFailed, HttpCall, error_body
+from gateway.http.calls import HTTP_STATUS, CallFailed, HttpCall, error_body
 from gateway.http.messages import BadJson, from_json, to_json
+from gateway.http.openapi import openapi_document
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
+from gateway.status import statuses
 from protos.kgstream.v1 import ingest_pb2, query_pb2
 
 MAX_TIMEOUT_MS = 3_600_000
@@ -438,8 +440,6 @@ def create_app(
     api: HttpApi, options: HttpOptions, extra_routes: list[ApiRoute] | None = None
 ) -> Starlette:
     """The ASGI app: `api`'s routes (and `extra_routes`), /openapi.json and the web UI."""
-    from gateway.http.openapi import openapi_document
-
     table = api.routes() + list(extra_routes or ())
     document = openapi_document(table)
     routes: list[BaseRoute] = [
@@ -497,8 +497,6 @@ async def _rejected(request: Request, exc: Exception) -> Response:
 
 
 def _error(code: grpc.StatusCode, message: str) -> Response:
-    from gateway.http.calls import HTTP_STATUS
-
     return JSONResponse(error_body(code, message), status_code=HTTP_STATUS.get(code, 500))
 
 
@@ -607,8 +605,6 @@ async def _unary(request: Request, method: Callable[[Any, Any], Any], message: M
 
 async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
     """`work()` in a worker thread, with the stores' errors as the servicers' statuses."""
-    from gateway.status import statuses
-
     call = call_of(request)
 
     def guarded() -> Any:
