@@ -22,7 +22,6 @@ the two batch steps (Bytewax has no async operators).
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -325,7 +324,10 @@ class _FragmentsLogic(
         raise NotImplementedError
 
     def snapshot(self) -> _FragmentsLogicState[K, F]:
-        return copy.deepcopy(self.state)
+        # Shares the fragments: a fold replaces the dict (update_fragments) and never
+        # changes it, and fragments and keys are immutable. Only the counts are mutated.
+        state = self.state
+        return _FragmentsLogicState(state.key, state.fragments, Counter(state.acks), state.due)
 
 
 class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityFragmentsChanged]):
@@ -400,7 +402,7 @@ class _CommitLogic(StatefulBatchLogic[CommitInput, CommitBatch, CommitBuffer]):
         return [self.buffer.flush()], StatefulBatchLogic.RETAIN
 
     def snapshot(self) -> CommitBuffer:
-        return copy.deepcopy(self.buffer)
+        return self.buffer.snapshot()
 
 
 class StoreSink(DynamicSink[CommitBatch]):

@@ -110,6 +110,9 @@ def release_acks(acks: AckCounts) -> tuple[Ack, ...]:
 
 RETIRED_TICKETS_KEPT = 10_000
 
+_PINNED = 1 << 40
+"""`CommitBuffer.in_flight` of a document whose count is unknown (a legacy snapshot)."""
+
 
 def retired_digest(ticket: Ticket) -> bytes:
     """What `CommitBuffer.retired` keeps of a ticket: a digest, not the doc id and origin,
@@ -182,8 +185,19 @@ class _Progress:
 
 @dataclass
 class CommitBuffer:
+    """The commit step's state. What it keeps between flushes is bounded by the work in
+    flight, not by the corpus: a document's entries (its progress, its current chunk set,
+    its count of settles still to come) go once nothing of it is in flight, so the
+    snapshot Bytewax takes every epoch stays small however many documents are indexed.
+    """
+
     progress: dict[str, _Progress] = field(default_factory=dict)
+    # The (chunk id, file path)s of the newest started version, while settles of the
+    # document are still to come (`in_flight`): which settle may write its chunk's vector.
     current_chunks: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    # Per document: settles still to come for every version started so far (below zero
+    # while settles have overtaken their version's DocumentPending).
+    in_flight: Counter[str] = field(default_factory=Counter)
     acks: Counter[tuple[Ticket, str]] = field(default_factory=Counter)
     early_settles: dict[Ticket, list[ChunkSettled]] = field(default_factory=dict)
     retired: dict[bytes, None] = field(default_factory=dict)  # `retired_digest`s
@@ -199,14 +213,41 @@ class CommitBuffer:
     failed_chunks: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        # Recovery snapshots taken before `failed_chunks` existed resume with none.
-        self.__dict__.update({"failed_chunks": {}, **state})
+        # Recovery snapshots taken before `failed_chunks` existed resume with none; before
+        # `in_flight` existed, every document's chunk set was kept: those stay pinned, as
+        # their settles still to come are not known.
+        legacy = "in_flight" not in state
+        self.__dict__.update({"failed_chunks": {}, "in_flight": Counter(), **state})
+        if legacy:
+            self.in_flight.update({doc_id: _PINNED for doc_id in self.current_chunks})
+
+    def snapshot(self) -> CommitBuffer:
+        """A copy for Bytewax's recovery snapshot: containers copied, their values shared
+        (chunks, records, tickets, vectors and chunk sets are immutable)."""
+        return CommitBuffer(
+            progress={k: _Progress(p.pending, dict(p.settled)) for k, p in self.progress.items()},
+            current_chunks=dict(self.current_chunks),
+            in_flight=Counter(self.in_flight),
+            acks=Counter(self.acks),
+            early_settles={k: list(v) for k, v in self.early_settles.items()},
+            retired=dict(self.retired),
+            entities=dict(self.entities),
+            relations=dict(self.relations),
+            chunks=dict(self.chunks),
+            chunk_vectors=dict(self.chunk_vectors),
+            documents=dict(self.documents),
+            completed=list(self.completed),
+            failed_chunks={k: dict(v) for k, v in self.failed_chunks.items()},
+        )
 
     def add(self, item: CommitInput) -> None:
         if isinstance(item, DocumentPending):
             self._start(item)
+            self._forget_if_idle(item.ticket.doc_id)
         elif isinstance(item, ChunkSettled):
+            self.in_flight[item.ticket.doc_id] -= 1
             self._settle(item)
+            self._forget_if_idle(item.ticket.doc_id)
         elif isinstance(item, EntityRendered):
             self.entities[item.key] = item
             self._acknowledge(item.acks)
@@ -233,9 +274,18 @@ class CommitBuffer:
         if pending.record is not None and pending.awaiting:
             self.documents[doc_id] = replace(pending.record, status=DocumentStatus.PROCESSING)
         self.progress[doc_id] = _Progress(pending)
+        self.in_flight[doc_id] += len(pending.awaiting)
         for settled in self.early_settles.pop(pending.ticket, []):
             self._settle(settled)
         self._check(doc_id)
+
+    def _forget_if_idle(self, doc_id: str) -> None:
+        """Drop what the buffer keeps of a document once no settle of it is to come: a
+        later settle can then only belong to a version not started yet, which brings its
+        own chunk set."""
+        if self.in_flight[doc_id] == 0 and doc_id not in self.progress:
+            del self.in_flight[doc_id]
+            self.current_chunks.pop(doc_id, None)
 
     def _retire(self, ticket: Ticket) -> None:
         self.retired[retired_digest(ticket)] = None
@@ -290,6 +340,7 @@ class CommitBuffer:
         self.completed.append(CompletedDocument(pending.ticket, record, pending.event_time))
         del self.progress[doc_id]
         self._retire(pending.ticket)
+        self._forget_if_idle(doc_id)
 
     def _with_failures(
         self, pending: DocumentPending, progress: _Progress

@@ -95,6 +95,9 @@ class ChunkContributions:
     def all(self) -> tuple[Contribution, ...]:
         return (*self.entities, *self.relations)
 
+    def __deepcopy__(self, memo: dict[int, object]) -> ChunkContributions:
+        return self  # deeply immutable, so Bytewax's snapshot copy can share it
+
 
 def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContributions:
     """Turn one chunk's extraction into keyed contributions (pure, deterministic)."""

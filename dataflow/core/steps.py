@@ -23,9 +23,7 @@ from dataflow.core.contributions import (
     Contribution,
     EntityFragment,
     RelationFragment,
-    apply,
     contributions_for_chunk,
-    retract,
 )
 from dataflow.core.documents import (
     DocumentChange,
@@ -48,6 +46,9 @@ class DocumentState:
     content_hash: str
     file_path: str
     chunk_ids: tuple[str, ...]
+
+    def __deepcopy__(self, memo: dict[int, object]) -> DocumentState:
+        return self  # deeply immutable, so Bytewax's snapshot copy can share it
 
 
 @dataclass(frozen=True)
@@ -220,12 +221,14 @@ def update_fragments(
 ) -> dict[str, F] | None:
     """Fold (contribution id, fragment or None for a retraction) into an entity or relation state.
 
-    Returns None when no contribution is left, so the dataflow discards the key.
+    The same fold as `apply` and `retract` of dataflow/core/contributions.py, made on one
+    copy of the state rather than one a delta (a hub entity holds a fragment per citing
+    chunk). Returns None when no contribution is left, so the dataflow discards the key.
     """
-    current: dict[str, F] = dict(state or {})
+    current: dict[str, F] = dict(state or {})  # one copy a fold, never one a delta
     for contribution_id, fragment in deltas:
         if fragment is None:
-            current = retract(current, contribution_id)
+            current.pop(contribution_id, None)
         else:
-            current = apply(current, contribution_id, fragment)
+            current[contribution_id] = fragment
     return current or None

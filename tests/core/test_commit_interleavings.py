@@ -11,11 +11,16 @@ for every such schedule:
   every delta its change caused;
 - each document version completes at most once, and each document's last
   version exactly once;
-- once everything is delivered, the stores equal the reference index.
+- once everything is delivered, the stores equal the reference index, and the
+  commit buffer keeps nothing of any document (its state is bounded by the work
+  in flight);
+- a recovery snapshot of the buffer, taken at any point, goes on exactly as the
+  buffer it was taken from.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -268,7 +273,13 @@ def test_documents_complete_once_and_only_when_their_effects_are_stored(changes,
         pipeline.deliver(data.draw(st.sampled_from(ready), label="deliver"))
         if data.draw(st.booleans(), label="flush"):
             pipeline.flush()
+        if data.draw(st.integers(0, 7), label="resume") == 0:  # a snapshot, through pickle
+            pipeline.buffer = pickle.loads(pickle.dumps(pipeline.buffer.snapshot()))
     pipeline.flush()
+    buffer = pipeline.buffer
+    assert not buffer.progress and not buffer.current_chunks and not +buffer.in_flight, (
+        "the commit buffer keeps documents that have nothing in flight"
+    )
 
     counts = Counter(pipeline.completions)
     assert all(n == 1 for n in counts.values()), counts
