@@ -46,14 +46,16 @@ class KafkaSourceOptions:
     ``poll_timeout_ms`` stays 0 in a dataflow (sources must not block); idle partitions
     wait ``idle_wait_ms`` before polling again. ``consumer_config`` and ``producer_config``
     are extra kafka-python settings (security, timeouts) for the consumers and for the
-    dead-letter producer.
+    dead-letter producer. ``max_batch`` bounds the records one partition hands on per
+    poll; like the folder source's, it sets how soon documents turn PROCESSED during a
+    big replay (connectors/folder/source.py, `FolderSourceOptions`).
     """
 
     bootstrap_servers: str
     topic: str
     start: Literal["beginning", "end"] = "beginning"
     stop_at_end: bool = False
-    max_batch: int = 500
+    max_batch: int = 64
     poll_timeout_ms: int = 0
     idle_wait_ms: int = 100
     dlq_topic: str | None = None

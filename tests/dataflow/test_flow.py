@@ -2,6 +2,7 @@
 
 import pytest
 
+from connectors.folder.source import FolderSource, FolderSourceOptions
 from connectors.vectors.base import VectorKind
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
 from dataflow.core.naming import relation_id
@@ -129,3 +130,20 @@ def test_bad_document_fails_alone_with_its_reason(components, entry_point):
     assert documents["bad.md"].status is DocumentStatus.FAILED
     assert documents["bad.md"].reason
     assert documents["a.md"].status is DocumentStatus.PROCESSED
+
+
+def test_an_initial_load_commits_as_it_goes_not_all_at_the_end(components, tmp_path):
+    """A scan is handed on in batches of `max_batch` documents, and each batch is carried
+    through to its commit on its own: no commit completes more than one batch's worth."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for n in range(40):
+        (root / f"doc-{n:02}.md").write_text(
+            f"Person{n} Moreau founded Company{n} Labs in City{n}."
+        )
+    completed: list[int] = []
+    components.on_commit = lambda batch: completed.append(len(batch.completed))
+    source = FolderSource(FolderSourceOptions(root, stop_after_scan=True, watch=False, max_batch=5))
+    run_flow(components, source)
+    assert sum(completed) == 40
+    assert max(completed) <= 5, completed

@@ -537,6 +537,28 @@ def test_a_thousand_files_written_at_once_are_each_emitted_once(
     driver.expect_nothing_before(root / "sentinel.md")
 
 
+def test_a_big_scan_is_handed_on_in_batches_of_at_most_max_batch_documents(
+    root: Path, start: PartitionFactory
+) -> None:
+    for number in range(50):
+        (root / f"doc-{number:02}.md").write_text(f"document {number}")
+    driver = start(stop_after_scan=True, watch=False, max_batch=8)
+    sizes: list[int] = []
+
+    def step() -> bool:
+        try:
+            batch = driver.partition.next_batch()
+        except StopIteration:
+            return True
+        sizes.append(len(batch))
+        driver.events.extend(batch)
+        return False
+
+    wait_until(step)
+    assert max(sizes) == 8
+    assert sorted(e.change.doc_id for e in driver.events) == [f"doc-{n:02}.md" for n in range(50)]
+
+
 def test_a_hundred_saves_in_ten_seconds_end_with_the_last_content_and_nothing_stale(
     root: Path, start: PartitionFactory
 ) -> None:
