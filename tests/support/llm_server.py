@@ -167,7 +167,8 @@ class OpenAICompatibleServer:
     Use as a context manager (or `start()` / `close()`); `base_url` is what
     ``openai.OpenAI(base_url=...)`` takes. Scripting attributes (`responder`,
     `delay_seconds`, `delta_delay_seconds`, `default_reply`, `embedding_dimension`,
-    `embedding_scale`, `reverse_embeddings`) may be changed at any time; they apply to the
+    `embedding_scale`, `reverse_embeddings`, `embedding_body`: a verbatim 200 reply to every
+    embeddings request, for malformed replies) may be changed at any time; they apply to the
     next request.
     """
 
@@ -186,6 +187,7 @@ class OpenAICompatibleServer:
         self.embedding_dimension = embedding_dimension
         self.embedding_scale = 1.0
         self.reverse_embeddings = False
+        self.embedding_body: bytes | None = None
         self.hold_timeout_seconds = 5.0
         self.models = tuple(models)
         self._lock = threading.Lock()
@@ -569,6 +571,13 @@ class OpenAICompatibleServer:
             _send_json(
                 handler, 400, error_body(400, "'model' (str) and 'input' (non-empty) are required")
             )
+            return
+        if self.embedding_body is not None:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(self.embedding_body)))
+            handler.end_headers()
+            handler.wfile.write(self.embedding_body)
             return
         dimension = body.get("dimensions") or self.embedding_dimension
         as_base64 = body.get("encoding_format") == "base64"

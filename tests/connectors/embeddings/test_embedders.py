@@ -610,6 +610,33 @@ def test_openai_does_not_retry_a_bad_request(server: OpenAICompatibleServer) -> 
     assert sleeps == []
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"<html>gateway timeout</html>", "not JSON"),
+        (b'{"object": "list"}', "without a 'data' list"),
+        (b'{"data": [{"embedding": [1.0, 0.0]}]}', "without a 'data' list"),
+        (
+            b'{"data": [{"index": 0, "embedding": "AAAA"}, {"index": 1, "embedding": "AAAA"}]}',
+            "not lists of numbers",
+        ),
+        (
+            b'{"data": [{"index": 0, "embedding": [1.0]}, {"index": 2, "embedding": [1.0]}]}',
+            "indexes",
+        ),
+    ],
+)
+def test_openai_malformed_replies_fail_with_what_was_wrong(
+    server: OpenAICompatibleServer, body: bytes, message: str
+) -> None:
+    server.embedding_body = body
+    with (
+        OpenAIEmbedder(_options(server, dimension=16)) as embedder,
+        pytest.raises(EmbeddingRequestError, match=message),
+    ):
+        embedder.embed(["x", "y"])
+
+
 def test_openai_dimension_comes_from_the_first_response(server: OpenAICompatibleServer) -> None:
     with OpenAIEmbedder(_options(server)) as embedder:
         assert embedder.dimension == 16
