@@ -55,6 +55,7 @@ class Components:
     render_concurrency: int = 1
     coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
     on_commit: Callable[[CommitBatch], None] | None = None
+    on_close: Callable[[], None] | None = None  # e.g. the LLM client's (flushes its cache)
     observer: IndexObserver | None = None
     outages: OutageWait = field(default_factory=OutageWait)  # writes and embeddings wait them out
     # Ends the run with one line, for errors that every later document would meet too.
@@ -110,7 +111,11 @@ class Components:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-        self.stores.close()
+        try:
+            if self.on_close is not None:
+                self.on_close()
+        finally:
+            self.stores.close()
 
 
 def offline_extract_many(texts: Sequence[str]) -> list[Extraction | str]:

@@ -162,6 +162,7 @@ def build_components(
         render_concurrency=render_concurrency,
         coalesce_seconds=coalesce_seconds,
         observer=observer,
+        on_close=client.close if client is not None else None,
         outages=OutageWait(
             on_outage=observer.store_outage if observer is not None else None,
             revive=stores.revive,

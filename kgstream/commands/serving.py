@@ -51,7 +51,12 @@ def _print_serving(address: str, http_url: str | None, tls: bool = False) -> Non
 
 
 def command_serve(settings: Settings, args: argparse.Namespace) -> int:
-    from kgstream.assembly import build_embedder, build_engine, open_settings_stores
+    from kgstream.assembly import (
+        build_chat_client,
+        build_embedder,
+        build_engine,
+        open_settings_stores,
+    )
 
     embedded = not (settings.redis_url and settings.qdrant_url)
     lock = data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext()
@@ -60,14 +65,17 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
         stores = open_settings_stores(settings, embedder)
         if metrics is not None:
             metrics.watch_index(stores.graph, settings.kafka_topic)
+        client = build_chat_client(settings, metrics)
         try:
-            engine = build_engine(settings, stores, embedder, metrics)
+            engine = build_engine(settings, stores, embedder, metrics, client)
             gateway = start_gateway(settings, engine, stores)
             try:
                 _wait_for_stop_signal()
             finally:
                 gateway.stop(grace=2)
         finally:
+            if client is not None:
+                client.close()  # flushes the LLM cache's buffered replies
             stores.close()
     return 0
 
@@ -139,15 +147,21 @@ def _gateway_channel(address: str, settings: Settings) -> Any:
 def _query_stores(settings: Settings, request: Any, context_only: bool) -> Any:
     from gateway.convert import query_params_from, retrieval_to_proto
     from gateway.types import InvalidQuery
-    from kgstream.assembly import build_embedder, build_engine, open_settings_stores
+    from kgstream.assembly import (
+        build_chat_client,
+        build_embedder,
+        build_engine,
+        open_settings_stores,
+    )
 
     require_index(settings)
     embedded = not (settings.redis_url and settings.qdrant_url)
     with data_dir_lock(settings.data_dir) if embedded else contextlib.nullcontext():
         embedder = build_embedder(settings)
         stores = open_settings_stores(settings, embedder)
+        client = build_chat_client(settings)
         try:
-            engine = build_engine(settings, stores, embedder)
+            engine = build_engine(settings, stores, embedder, client=client)
             params = query_params_from(request)
             if context_only:
                 return retrieval_to_proto(engine.retrieve(params, None)), None
@@ -156,4 +170,6 @@ def _query_stores(settings: Settings, request: Any, context_only: bool) -> Any:
         except InvalidQuery as error:
             raise UserError(str(error), "see `kgstream query --help`") from None
         finally:
+            if client is not None:
+                client.close()  # flushes the LLM cache's buffered replies
             stores.close()

@@ -190,3 +190,24 @@ def test_node_link_export_loads_into_networkx_with_every_field(tmp_path):
     for relation in exported["relations"]:
         edge = graph.edges[relation["source"], relation["target"]]
         assert edge["weight"] == relation["weight"] and edge["keywords"] == relation["keywords"]
+
+
+def test_index_leaves_every_llm_reply_in_the_cache_file(llm_server, monkeypatch, tmp_path):
+    from tests.support.llm_server import offline_extraction_reply
+
+    llm_server.responder = offline_extraction_reply
+    monkeypatch.setenv("KGSTREAM_LLM_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("KGSTREAM_LLM_MODEL", "test-chat-model")
+    folder = tmp_path / "docs"
+    write(folder, {f"d{i}.md": f"Marta Ilves{i} founded Tallow Works in Riga." for i in range(3)})
+    index(folder, tmp_path / "first")
+    calls = llm_server.chat_calls
+    assert calls > 0
+
+    # A new index with only the first one's cache file asks the model nothing: the
+    # replies buffered in memory reached the file when `kgstream index` closed.
+    (tmp_path / "second").mkdir()
+    cache = "llm-cache.sqlite"
+    (tmp_path / "second" / cache).write_bytes((tmp_path / "first" / cache).read_bytes())
+    index(folder, tmp_path / "second")
+    assert llm_server.chat_calls == calls

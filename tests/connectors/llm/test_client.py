@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -261,6 +263,110 @@ def test_sqlite_cache_is_safe_to_share_between_threads(tmp_path: Path) -> None:
             list(pool.map(lambda i: cache.put(f"k{i}", f"v{i}"), range(200)))
         assert [cache.get(f"k{i}") for i in range(200)] == [f"v{i}" for i in range(200)]
         assert cache.get("missing") is None
+
+
+def buffering_cache(path: Path) -> SqliteResponseCache:
+    """A cache that writes its file only when flushed or closed (in these tests' time)."""
+    return SqliteResponseCache(path, max_pending=1000, max_delay_seconds=3600)
+
+
+def rows_in_file(path: Path) -> int:
+    """What another process would see in the cache file."""
+    with contextlib.closing(sqlite3.connect(path)) as reader:
+        return int(reader.execute("SELECT count(*) FROM responses").fetchone()[0])
+
+
+def wal_frames(path: Path) -> int:
+    """Frames in the file's write-ahead log (every transaction appends at least one), which
+    this checkpoints, so the next transaction writes the log from its start."""
+    with contextlib.closing(sqlite3.connect(path)) as reader:
+        return int(reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+
+
+def test_sqlite_cache_serves_buffered_replies_before_they_reach_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with buffering_cache(path) as cache:
+        for i in range(100):
+            cache.put(f"k{i}", f"v{i}")
+
+        assert [cache.get(f"k{i}") for i in range(100)] == [f"v{i}" for i in range(100)]
+        assert rows_in_file(path) == 0
+        cache.flush()
+        assert rows_in_file(path) == 100
+
+
+def test_sqlite_cache_writes_a_batch_in_one_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with buffering_cache(path) as cache:
+        wal_frames(path)  # checkpoints the table's creation: the next write restarts the log
+        for i in range(200):
+            cache.put(f"k{i}", "v")
+        cache.flush()
+
+        # 200 transactions would append 200 frames or more; one appends a few pages.
+        assert wal_frames(path) < 20
+
+
+def test_sqlite_cache_flushes_when_the_buffer_is_full(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with SqliteResponseCache(path, max_pending=10, max_delay_seconds=3600) as cache:
+        for i in range(9):
+            cache.put(f"k{i}", f"v{i}")
+        assert rows_in_file(path) == 0
+
+        cache.put("k9", "v9")
+        assert rows_in_file(path) == 10
+
+
+def test_sqlite_cache_flushes_buffered_replies_after_the_delay(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with SqliteResponseCache(path, max_pending=1000, max_delay_seconds=0.05) as cache:
+        cache.put("k", "v")
+        deadline = time.monotonic() + 10
+        while rows_in_file(path) == 0:
+            assert time.monotonic() < deadline, "the buffered reply never reached the file"
+            threading.Event().wait(0.01)
+
+
+def test_sqlite_cache_keeps_buffered_replies_across_close_and_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with buffering_cache(path) as cache:
+        cache.put("k", "first")
+        cache.put("k", "second")
+    cache.close()  # idempotent
+
+    with SqliteResponseCache(path) as reopened:
+        assert reopened.get("k") == "second"
+
+
+def test_closing_the_client_flushes_its_cache(
+    llm_server: OpenAICompatibleServer, make_client: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "llm.sqlite"
+    llm_server.queue_replies("stored answer")
+    client = make_client(cache=SqliteResponseCache(path, max_delay_seconds=3600))
+    client.complete(ask("hi"))
+    assert rows_in_file(path) == 0
+
+    client.close()
+    assert rows_in_file(path) == 1
+
+
+def test_concurrent_puts_and_flushes_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with SqliteResponseCache(path, max_pending=7, max_delay_seconds=3600) as cache:
+
+        def put_and_read(i: int) -> str | None:
+            cache.put(f"k{i}", f"v{i}")
+            return cache.get(f"k{i}")
+
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(put_and_read, range(500)))
+        assert seen == [f"v{i}" for i in range(500)]
+
+    with SqliteResponseCache(path) as reopened:
+        assert [reopened.get(f"k{i}") for i in range(500)] == [f"v{i}" for i in range(500)]
+    assert rows_in_file(path) == 500
 
 
 # --- concurrency ---------------------------------------------------------------------------
