@@ -239,14 +239,16 @@ def find_relations(
         return GraphLane()
     graph = stores.graph
     records, endpoints = graph.get_relations_with_endpoints(pair for pair, _ in fused)
-    edge_degrees = graph.edge_degrees(records)
+    # One read of the endpoints' degrees serves the relations' edge degrees and the entities.
+    degrees = graph.node_degrees(key for pair in records for key in pair)
     found = [
-        RetrievedRelation(record=records[pair], score=score, degree=edge_degrees[pair])
+        RetrievedRelation(
+            record=records[pair], score=score, degree=degrees[pair[0]] + degrees[pair[1]]
+        )
         for pair, score in fused
         if pair in records and scope.admits(records[pair].doc_ids, records[pair].file_paths)
     ]
     keys = list(dict.fromkeys(key for relation in found for key in relation.record.pair))
-    degrees = graph.node_degrees(keys)
     entities = tuple(
         RetrievedEntity(record=endpoints[key], score=0.0, degree=degrees[key])
         for key in keys
