@@ -7,7 +7,7 @@ Cluster through one or more of its nodes, comma-separated
 first node that answers for the cluster's layout and follows it from there. The scheme
 says which, rather than a probe at start, so that a URL means the same thing while the
 server is down; a plain URL pointed at a cluster node fails with MOVED on the first key
-of another node (`cluster_hint` says what to do).
+of another node (`moved_message` says what it means).
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def _node(seed: str) -> ClusterNode:
     return ClusterNode(split.hostname or "127.0.0.1", split.port or 6379)  # type: ignore[no-untyped-call]
 
 
-def cluster_hint(error: redis.exceptions.MovedError) -> str:
-    """What to do when a one-server client meets a cluster node (MOVED)."""
+def moved_message(error: redis.exceptions.MovedError) -> str:
+    """What a one-server client meeting a Redis Cluster node (a MOVED reply) means."""
     return (
-        f"the Redis at redis_url is a Redis Cluster node (it answered MOVED {error}); "
-        "use a redis+cluster:// URL (rediss+cluster:// for TLS) for a cluster"
+        f"the Redis at redis_url is a Redis Cluster node: it sent the client elsewhere "
+        f"(MOVED {str(error).rpartition(': ')[2]}); a cluster needs a redis+cluster:// URL"
     )

@@ -223,7 +223,7 @@ def _call_scripts(
     for slot_keys, argv in calls:
         # Naming the node spares redis-py a COMMAND GETKEYS round trip per script call
         # (a script's keys are "movable" to its key parser); a MOVED reply is still followed.
-        node = client.get_node_from_key(slot_keys[0])
+        node = client.get_node_from_key(slot_keys[0])  # type: ignore[no-untyped-call]
         pipe.execute_command(command, script, len(slot_keys), *slot_keys, *argv, target_nodes=node)
     replies = pipe.execute(raise_on_error=False)
     missing = []

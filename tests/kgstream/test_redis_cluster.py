@@ -159,3 +159,18 @@ def query(data: Path, mode: str, capsys: pytest.CaptureFixture[str]) -> dict[str
     result.pop("index_version")
     assert result["chunks"], f"{mode} found nothing: the comparison would prove little"
     return dict(result)
+
+
+def test_a_plain_redis_url_pointed_at_a_cluster_node_says_to_use_the_cluster_scheme(
+    redis_cluster: RedisTestCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    node = redis_cluster.nodes[0]
+    monkeypatch.setenv("KGSTREAM_REDIS_URL", f"redis://127.0.0.1:{node.port}")
+    capsys.readouterr()
+    assert main(["status", "--data", str(tmp_path / "data")]) == 2
+    error = capsys.readouterr().err
+    assert "is a Redis Cluster node" in error and "hint: set redis_url to redis+cluster://" in error
+    assert "Traceback" not in error

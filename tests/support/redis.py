@@ -171,9 +171,17 @@ class RedisTestCluster:
     `RedisTestServer` with cluster mode on and its cluster bus on a second free port,
     joined by `redis-cli --cluster create`, ready once every node says cluster_state:ok."""
 
-    def __init__(self, size: int = 3, start_timeout_seconds: float = 30.0):
+    def __init__(
+        self,
+        size: int = 3,
+        start_timeout_seconds: float = 30.0,
+        node_timeout_ms: int = 2000,
+        persistent: bool = False,
+    ):
         self.size = size
         self.start_timeout_seconds = start_timeout_seconds
+        self.node_timeout_ms = node_timeout_ms  # how soon the others call a silent node failed
+        self.persistent = persistent  # append-only files, so a node restarted in place keeps
         self.nodes: list[RedisTestServer] = []
 
     @property
@@ -191,14 +199,15 @@ class RedisTestCluster:
         try:
             for _ in range(self.size):
                 node = RedisTestServer(
+                    persistent=self.persistent,
                     extra_args=(
                         "--cluster-enabled",
                         "yes",
                         "--cluster-port",
                         str(_free_port()),
                         "--cluster-node-timeout",
-                        "2000",
-                    )
+                        str(self.node_timeout_ms),
+                    ),
                 )
                 self.nodes.append(node.start())
             created = subprocess.run(
@@ -225,14 +234,19 @@ class RedisTestCluster:
         return self
 
     def _wait_until_ok(self) -> None:
+        self.wait_for_state("ok", self.nodes)
+
+    def wait_for_state(self, state: str, nodes: list[RedisTestServer]) -> None:
+        """Wait until each of `nodes` reports cluster_state `state` (ok, or fail once a
+        node has been silent for the node timeout)."""
         deadline = time.monotonic() + self.start_timeout_seconds
-        clients = [node._control_client() for node in self.nodes]
+        clients = [node._control_client() for node in nodes]
         try:
-            while not all(c.cluster("INFO").get("cluster_state") == "ok" for c in clients):
+            while not all(c.cluster("INFO").get("cluster_state") == state for c in clients):
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"the Redis Cluster on ports {[n.port for n in self.nodes]} did not "
-                        f"reach cluster_state:ok within {self.start_timeout_seconds} s"
+                        f"the Redis Cluster nodes on ports {[n.port for n in nodes]} did not "
+                        f"reach cluster_state:{state} within {self.start_timeout_seconds} s"
                     )
                 time.sleep(0.05)
         finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from redis.connection import Connection, UnixDomainSocketConnection
 from redis.crc import key_slot
 
 import connectors.redis.graph_store as graph_store_module
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
 from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
@@ -884,6 +886,38 @@ def test_workspaces_are_isolated_and_clear_drops_only_its_own(redis_url: str) ->
         other.clear()
         mine.close()
         other.close()
+
+
+# -- the cluster only ----------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_cluster_url_may_list_several_nodes_and_any_that_answers_will_do(
+    redis_cluster: RedisTestCluster,
+) -> None:
+    url = f"redis+cluster://127.0.0.1:{_closed_port()},127.0.0.1:{redis_cluster.nodes[1].port}/"
+    with GraphStore.from_url(url, workspace=f"test{next(_workspaces)}") as store:
+        try:
+            assert store.is_cluster
+            assert store.apply(connected([("a", "b")])) == 1
+            assert store.get_neighbours(["a"]) == {"a": [("b", 1)]}
+        finally:
+            store.clear()
+
+
+def test_an_unreachable_cluster_is_an_outage_naming_its_nodes_never_its_password() -> None:
+    ports = [_closed_port(), _closed_port()]
+    url = f"redis+cluster://kg:s3cret@127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+    with pytest.raises(StoreUnavailable) as raised, store_outages():
+        GraphStore.from_url(url)
+    message = str(raised.value) + str(raised.value.__cause__)
+    assert f"127.0.0.1:{ports[0]}, 127.0.0.1:{ports[1]}" in message
+    assert "s3cret" not in message
 
 
 # -- the embedded server only -------------------------------------------------
