@@ -76,7 +76,11 @@ def test_run_on_a_redis_cluster_follows_every_change_and_serves_retrieve(
 ) -> None:
     folder, data, fresh = tmp_path / "docs", tmp_path / "data", tmp_path / "fresh"
     write(folder, DOCS)
-    cluster_env = {"KGSTREAM_REDIS_URL": redis_cluster.url, "KGSTREAM_WORKSPACE": workspace}
+    cluster_env = {  # the password joined to the URL by the settings, escaped
+        "KGSTREAM_REDIS_URL": f"redis+cluster://{redis_cluster.hosts}",
+        "KGSTREAM_REDIS_PASSWORD": str(redis_cluster.password),
+        "KGSTREAM_WORKSPACE": workspace,
+    }
     env = {**clean_environment(llm_server.base_url), **cluster_env}
     running = kgstream(
         "run", "--watch", str(folder), "--data", str(data), "--grpc", "127.0.0.1:0", env=env
@@ -129,7 +133,7 @@ def test_run_on_a_redis_cluster_follows_every_change_and_serves_retrieve(
         graph.close()
     assert running.returncode == 0, output.text()
 
-    for name in ("KGSTREAM_REDIS_URL", "KGSTREAM_WORKSPACE"):
+    for name in cluster_env:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KGSTREAM_EMBEDDING_BASE_URL", llm_server.base_url)
     monkeypatch.setenv("KGSTREAM_EMBEDDING_MODEL", "test-embedding-model")
@@ -137,11 +141,23 @@ def test_run_on_a_redis_cluster_follows_every_change_and_serves_retrieve(
     expected_export = export(fresh, tmp_path / "fresh.json")
     expected_answers = {mode: query(fresh, mode, capsys) for mode in MODES}
 
+    expected_status = status(fresh, capsys)
     for name, value in cluster_env.items():
         monkeypatch.setenv(name, value)
     assert export(data, tmp_path / "cluster.json") == expected_export
     for mode in MODES:
         assert query(data, mode, capsys) == expected_answers[mode], mode
+    assert status(data, capsys) == expected_status
+
+
+def status(data: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    """`kgstream status --json`, the index version left out (the runs took other paths)."""
+    capsys.readouterr()
+    assert main(["status", "--data", str(data), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    found.pop("index_version")
+    assert found["documents"]["PROCESSED"] == 3 and found["records"]["entities"] > 0
+    return dict(found)
 
 
 def export(data: Path, output: Path) -> bytes:
@@ -167,8 +183,7 @@ def test_a_plain_redis_url_pointed_at_a_cluster_node_says_to_use_the_cluster_sch
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    node = redis_cluster.nodes[0]
-    monkeypatch.setenv("KGSTREAM_REDIS_URL", f"redis://127.0.0.1:{node.port}")
+    monkeypatch.setenv("KGSTREAM_REDIS_URL", redis_cluster.node_url(0))
     capsys.readouterr()
     assert main(["status", "--data", str(tmp_path / "data")]) == 2
     error = capsys.readouterr().err

@@ -14,6 +14,7 @@ default itself.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 import pytest
 import redis
@@ -169,7 +171,8 @@ class RedisTestServer:
 class RedisTestCluster:
     """A Redis Cluster of `size` primaries (no replicas) on free 127.0.0.1 ports: each a
     `RedisTestServer` with cluster mode on and its cluster bus on a second free port,
-    joined by `redis-cli --cluster create`, ready once every node says cluster_state:ok."""
+    joined by `redis-cli --cluster create`, ready once every node says cluster_state:ok.
+    With a `password`, every node requires it (as production clusters do)."""
 
     def __init__(
         self,
@@ -177,8 +180,10 @@ class RedisTestCluster:
         start_timeout_seconds: float = 30.0,
         node_timeout_ms: int = 2000,
         persistent: bool = False,
+        password: str | None = None,
     ):
         self.size = size
+        self.password = password
         self.start_timeout_seconds = start_timeout_seconds
         self.node_timeout_ms = node_timeout_ms  # how soon the others call a silent node failed
         self.persistent = persistent  # append-only files, so a node restarted in place keeps
@@ -186,8 +191,19 @@ class RedisTestCluster:
 
     @property
     def url(self) -> str:
-        """A `redis+cluster://` URL naming every node (kgstream's cluster scheme)."""
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        """A `redis+cluster://` URL naming every node (kgstream's cluster scheme), with the
+        password."""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis+cluster://{auth}{self.hosts}"
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def node_url(self, index: int) -> str:
+        """A plain `redis://` URL of one node, with the password."""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.nodes[index].port}"
 
     def start(self) -> RedisTestCluster:
         cli = shutil.which("redis-cli")
@@ -200,6 +216,7 @@ class RedisTestCluster:
             for _ in range(self.size):
                 node = RedisTestServer(
                     persistent=self.persistent,
+                    password=self.password,
                     extra_args=(
                         "--cluster-enabled",
                         "yes",
@@ -224,6 +241,7 @@ class RedisTestCluster:
                 capture_output=True,
                 text=True,
                 timeout=self.start_timeout_seconds,
+                env={**os.environ, "REDISCLI_AUTH": self.password or ""},
             )
             if created.returncode != 0:
                 raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout}")
@@ -261,8 +279,9 @@ class RedisTestCluster:
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisTestCluster]:
-    """A three-node Redis Cluster for the whole session (tests isolate by workspace)."""
-    cluster = RedisTestCluster().start()
+    """A three-node Redis Cluster for the whole session (tests isolate by workspace), with a
+    password that needs escaping in a URL."""
+    cluster = RedisTestCluster(password="cluster p@ss").start()
     try:
         yield cluster
     finally:

@@ -809,7 +809,7 @@ def counting_client(
                 super().__init__(**{**kwargs, "connection_class": CountingConnection})
 
         return RedisCluster.from_url(
-            f"redis://127.0.0.1:{cluster.nodes[0].port}",
+            cluster.node_url(0),
             connection_pool_class=CountingPool,
             decode_responses=True,
         )
@@ -900,7 +900,8 @@ def _closed_port() -> int:
 def test_a_cluster_url_may_list_several_nodes_and_any_that_answers_will_do(
     redis_cluster: RedisTestCluster,
 ) -> None:
-    url = f"redis+cluster://127.0.0.1:{_closed_port()},127.0.0.1:{redis_cluster.nodes[1].port}/"
+    dead = f"127.0.0.1:{_closed_port()}"
+    url = redis_cluster.url.replace("@", f"@{dead},", 1) + "/"
     with GraphStore.from_url(url, workspace=f"test{next(_workspaces)}") as store:
         try:
             assert store.is_cluster
