@@ -251,6 +251,22 @@ def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
     assert store.dead_letters() == (0, [])
 
 
+def test_retry_requests_consumer_lag_and_the_source_hold_round_trip(store: GraphStore) -> None:
+    assert store.last_retry_request_id() == "0"
+    first, second = store.request_retry(1.0), store.request_retry(2.0)
+    assert store.retry_requests_after("0", 10) == [first, second]
+    assert store.retry_requests_after(first, 10) == [second]
+    assert store.last_retry_request_id() == second
+    store.set_consumer_lag({0: 5, 2: 0})
+    assert store.consumer_lag() == {0: 5, 2: 0}
+    store.set_consumer_lag({})
+    assert store.consumer_lag() == {}
+    store.set_source_hold("watched folder /x is missing")
+    assert store.source_hold() == "watched folder /x is missing"
+    store.set_source_hold(None)
+    assert store.source_hold() is None
+
+
 def test_applying_the_same_batch_twice_changes_nothing_but_the_version(
     store: GraphStore,
 ) -> None:
@@ -532,8 +548,9 @@ def test_the_last_upsert_of_a_document_in_a_batch_decides_its_status(store: Grap
 def test_a_reader_never_sees_an_edge_without_its_endpoints(store: GraphStore) -> None:
     """Batches are ~150 kB, so Redis reads each in many 16 kB pieces and serves
     other clients in between: only MULTI/EXEC keeps a reader from running between
-    a batch's relation writes and its entity writes. (Checked: with a plain
-    pipeline instead of MULTI/EXEC this test fails.)"""
+    a batch's relation writes and its entity writes, and on a cluster only writing the
+    entities a phase before the relations. (Checked: with a plain pipeline instead of
+    MULTI/EXEC this test fails, and on the cluster with the two phases swapped.)"""
     batches = 30
     per_batch = 120
     padding = "x" * 300
