@@ -68,7 +68,7 @@ return #KEYS
 """
 _APPLY_SHA = hashlib.sha1(APPLY_SCRIPT.encode()).hexdigest()
 
-# Members per SADD/SREM/ZREM/ZADD/DEL command: Lua's unpack takes up to about 8,000 values.
+# Members per SADD/SREM/ZREM/ZADD command: Lua's unpack takes up to about 8,000 values.
 MEMBERS_PER_COMMAND = 1000
 
 

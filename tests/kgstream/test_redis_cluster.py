@@ -109,6 +109,13 @@ def test_run_on_a_redis_cluster_follows_every_change_and_serves_retrieve(
             if mode != "naive":
                 assert "alice moreau" in {e.entity.key for e in result.entities}, mode
                 assert result.relations, mode
+        expected = fresh_build(folder)
+        found = stub.GetEntity(pb.GetEntityRequest(name="Alice Moreau"), timeout=30)
+        assert found.degree == sum("alice moreau" in pair for pair in expected.relations)
+        subgraph = stub.GetSubgraph(pb.GetSubgraphRequest(seed="Northwind Labs"), timeout=30)
+        assert subgraph.entities[0].key == "northwind labs" and len(subgraph.entities) > 2
+        assert {(r.source, r.target) for r in subgraph.relations} <= set(expected.relations)
+        assert len(subgraph.relations) > 1
 
         write(folder, {"team/alice.md": DOCS["team/alice.md"].replace("Lisbon", "Porto")})
         caught_up("an edit")

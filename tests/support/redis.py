@@ -241,7 +241,7 @@ class RedisTestCluster:
                 capture_output=True,
                 text=True,
                 timeout=self.start_timeout_seconds,
-                env={**os.environ, "REDISCLI_AUTH": self.password or ""},
+                env=_cli_environment(self.password),
             )
             if created.returncode != 0:
                 raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout}")
@@ -275,6 +275,15 @@ class RedisTestCluster:
         for node in self.nodes:
             node.stop()
         self.nodes = []
+
+
+def _cli_environment(password: str | None) -> dict[str, str]:
+    """redis-cli's environment: the password in REDISCLI_AUTH (not on its command line), and
+    none at all without one (an empty one is sent as AUTH "")."""
+    environment = {k: v for k, v in os.environ.items() if k != "REDISCLI_AUTH"}
+    if password:
+        environment["REDISCLI_AUTH"] = password
+    return environment
 
 
 @pytest.fixture(scope="session")
