@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from redis.client import Pipeline
 from redis.cluster import RedisCluster
@@ -253,6 +254,17 @@ class GraphStore:
         rows = self._hgetall_many([self.keys.entity(k) for k in wanted])
         return {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
 
+    def get_entities_and_degrees(
+        self, keys: Iterable[str]
+    ) -> tuple[dict[str, EntityRecord], dict[str, int]]:
+        """What `get_entities` and `node_degrees` return for `keys`, in one round trip
+        (an entity and its adjacency share a slot, so also one per node on a cluster)."""
+        wanted = list(dict.fromkeys(keys))
+        entities, counts = self._entities_and(
+            wanted, lambda pipe, key: pipe.scard(self.keys.adjacency(key))
+        )
+        return entities, {k: int(n) for k, n in zip(wanted, counts, strict=True)}
+
     def chunk_ids_of_few(self, keys: Iterable[str], at_most: int) -> dict[str, tuple[str, ...]]:
         """The source chunk ids of those entities that cite at most `at_most` chunks
         (the others, and missing entities, are left out), in one round trip. A hub's
@@ -287,22 +299,38 @@ class GraphStore:
         node runs a pipeline's reads in order; a cluster pipeline reads every node at
         once, so there the entities are read in a second round trip.
         """
+        relations, entities, _ = self.get_relations_ends_and_degrees(pairs)
+        return relations, entities
+
+    def get_relations_ends_and_degrees(
+        self, pairs: Iterable[Pair]
+    ) -> tuple[dict[Pair, RelationRecord], dict[str, EntityRecord], dict[str, int]]:
+        """What `get_relations_with_endpoints` returns, plus the `node_degrees` of every
+        end, in the same round trips (the degrees are read with the entities)."""
         wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
-        relation_keys = [self.keys.relation(p) for p in wanted]
-        entity_keys = [self.keys.entity(k) for k in ends]
+        if not wanted:
+            return {}, {}, {}
+        pipe = self._client.pipeline(transaction=False)
+        for pair in wanted:
+            pipe.hgetall(self.keys.relation(pair))
+        if self._cluster is not None:
+            # A cluster pipeline reads every node at once: the entities must come after.
+            relation_rows = pipe.execute()
+            pipe = self._client.pipeline(transaction=False)
+        for key in ends:
+            pipe.hgetall(self.keys.entity(key))
+        for key in ends:
+            pipe.scard(self.keys.adjacency(key))
+        replies = pipe.execute()
         if self._cluster is None:
-            rows = self._hgetall_many(relation_keys + entity_keys)
-        else:
-            rows = self._hgetall_many(relation_keys)
-            rows += self._hgetall_many(entity_keys)
+            relation_rows, replies = replies[: len(wanted)], replies[len(wanted) :]
+        entity_rows, counts = replies[: len(ends)], replies[len(ends) :]
         relations = {
-            p: relation_from(row) for p, row in zip(wanted, rows[: len(wanted)], strict=True) if row
+            p: relation_from(row) for p, row in zip(wanted, relation_rows, strict=True) if row
         }
-        entities = {
-            k: entity_from(row) for k, row in zip(ends, rows[len(wanted) :], strict=True) if row
-        }
-        return relations, entities
+        entities = {k: entity_from(row) for k, row in zip(ends, entity_rows, strict=True) if row}
+        return relations, entities, {k: int(n) for k, n in zip(ends, counts, strict=True)}
 
     def entities_by_alias(self, keys: Iterable[str]) -> dict[str, list[str]]:
         """The keys that are aliases, each with the (sorted) keys of the entities
@@ -319,16 +347,9 @@ class GraphStore:
         """Each key both as an entity key and as an alias, in one round trip: what
         `get_entities` and `entities_by_alias` return for them."""
         wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}, {}
-        pipe = self._client.pipeline(transaction=False)
-        for key in wanted:
-            pipe.hgetall(self.keys.entity(key))
-        for key in wanted:
-            pipe.smembers(self.keys.alias(key))
-        replies = pipe.execute()
-        rows, members = replies[: len(wanted)], replies[len(wanted) :]
-        entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
+        entities, members = self._entities_and(
+            wanted, lambda pipe, key: pipe.smembers(self.keys.alias(key))
+        )
         return entities, aliases_from(wanted, members)
 
     def node_degrees(self, keys: Iterable[str]) -> dict[str, int]:
@@ -558,6 +579,25 @@ class GraphStore:
         return (document_from(row) for row in self._scan_hashes("doc"))
 
     # -- helpers -------------------------------------------------------------
+
+    def _entities_and(
+        self,
+        wanted: Sequence[str],
+        command: Callable[[Pipeline, str], object],
+    ) -> tuple[dict[str, EntityRecord], list[Any]]:
+        """The entities of `wanted` and, in the same round trip, the replies of `command`
+        (queued on the pipeline for each entity key), in key order."""
+        if not wanted:
+            return {}, []
+        pipe = self._client.pipeline(transaction=False)
+        for key in wanted:
+            pipe.hgetall(self.keys.entity(key))
+        for key in wanted:
+            command(pipe, key)
+        replies = pipe.execute()
+        rows = replies[: len(wanted)]
+        entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
+        return entities, list(replies[len(wanted) :])
 
     def _hgetall_many(self, keys: Sequence[str]) -> list[dict[str, str]]:
         if not keys:

@@ -346,6 +346,25 @@ def test_edge_degree_is_the_sum_of_endpoint_degrees(store: GraphStore) -> None:
     assert from_neighbours == store.edge_degrees(from_neighbours)
 
 
+def test_records_read_with_their_degrees_equal_the_separate_reads(store: GraphStore) -> None:
+    pairs = [("hub", "a"), ("hub", "b"), ("hub", "c"), ("a", "b"), ("c", "d")]
+    store.apply(connected(pairs))
+    keys = ["hub", "d", "nobody", "a"]
+    asked = [("b", "hub"), ("c", "d"), ("nobody", "hub")]
+
+    assert store.get_entities_and_degrees(keys) == (
+        store.get_entities(keys),
+        store.node_degrees(keys),
+    )
+    relations, ends, degrees = store.get_relations_ends_and_degrees(asked)
+    assert (relations, ends) == store.get_relations_with_endpoints(asked)
+    assert set(relations) == {("b", "hub"), ("c", "d")}
+    assert degrees == store.node_degrees(["b", "hub", "c", "d", "nobody"])
+    assert degrees["hub"] == 3 and degrees["nobody"] == 0
+    assert store.get_entities_and_degrees([]) == ({}, {})
+    assert store.get_relations_ends_and_degrees([]) == ({}, {}, {})
+
+
 def test_invalid_batches_are_rejected_before_anything_is_written(store: GraphStore) -> None:
     before = store.version()
     backwards = replace(relation("a", "b"), source="b", target="a")
@@ -837,7 +856,11 @@ def counting_client(
 
 
 # Reads whose second step needs the first's answer, or must follow it, on a cluster.
-TWO_TRIPS_ON_A_CLUSTER = {"get_neighbours", "get_relations_with_endpoints"}
+TWO_TRIPS_ON_A_CLUSTER = {
+    "get_neighbours",
+    "get_relations_with_endpoints",
+    "get_relations_ends_and_degrees",
+}
 
 
 def test_each_read_is_one_round_trip_for_a_whole_batch_of_keys(
@@ -862,6 +885,8 @@ def test_each_read_is_one_round_trip_for_a_whole_batch_of_keys(
         "get_entities": lambda: counted.get_entities(keys),
         "get_relations": lambda: counted.get_relations(pairs),
         "get_relations_with_endpoints": lambda: counted.get_relations_with_endpoints(pairs),
+        "get_relations_ends_and_degrees": lambda: counted.get_relations_ends_and_degrees(pairs),
+        "get_entities_and_degrees": lambda: counted.get_entities_and_degrees(keys),
         "node_degrees": lambda: counted.node_degrees(keys),
         "edges_of": lambda: counted.edges_of(keys),
         "edge_degrees": lambda: counted.edge_degrees(pairs),
