@@ -1,9 +1,10 @@
-"""Running the dataflow: recovery in the data directory, workers, progress.
+"""Running the dataflow: recovery in the data directory, workers, cluster processes.
 
 Bytewax keeps the keyed states (which fragments each entity holds, which chunks
-each document has) and the sources' positions in its recovery database under
+each document has) and the sources' positions in its recovery partitions under
 `DATA/recovery`; the stores hold what was rendered from them. The two travel
-together: a data directory is one index.
+together: a data directory is one index, or, in a cluster, one process's share of
+it (kgstream/recovery.py).
 """
 
 from __future__ import annotations
@@ -20,16 +21,20 @@ from typing import Any
 
 from bytewax.errors import BytewaxRuntimeError
 from bytewax.inputs import FixedPartitionedSource, Source, StatefulSourcePartition
-from bytewax.recovery import RecoveryConfig, init_db_dir
+from bytewax.recovery import (
+    InconsistentPartitionsError,
+    MissingPartitionsError,
+    NoPartitionsError,
+    RecoveryConfig,
+)
 from bytewax.run import cli_main
 
 from dataflow.components import Components
 from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
 from dataflow.flow import build_flow
-from kgstream.commands.common import RunCannotGoOn
-
-RECOVERY_PARTITIONS = 1
+from kgstream.commands.common import RunCannotGoOn, UserError
+from kgstream.recovery import RecoveryPartitions, prepare_recovery
 
 
 @dataclass(frozen=True)
@@ -45,15 +50,30 @@ class RunOptions:
             raise ValueError(f"workers must be >= 1 (got {self.workers})")
         if self.epoch_seconds <= 0:
             raise ValueError(f"epoch_seconds must be > 0 (got {self.epoch_seconds})")
+        if self.addresses and not 0 <= (self.process_id or 0) < len(self.addresses):
+            raise ValueError(
+                f"process_id must be an index into the {len(self.addresses)} addresses "
+                f"(0 to {len(self.addresses) - 1}; got {self.process_id})"
+            )
+
+    @property
+    def processes(self) -> int:
+        return max(1, len(self.addresses))
 
 
-def recovery_config(data_dir: Path) -> RecoveryConfig:
-    """The recovery database under the data directory, created on first use."""
-    directory = data_dir / "recovery"
-    if not directory.is_dir():
-        directory.mkdir(parents=True)
-        init_db_dir(directory, RECOVERY_PARTITIONS)  # type: ignore[no-untyped-call]
-    return RecoveryConfig(directory)  # type: ignore[no-untyped-call]
+def recovery_config(
+    data_dir: Path, options: RunOptions = RunOptions(), index_exists: bool = False
+) -> tuple[RecoveryConfig, RecoveryPartitions]:
+    """The recovery partitions under the data directory (this process's share in a
+    cluster), made on first use."""
+    partitions = prepare_recovery(
+        data_dir / "recovery",
+        options.process_id or 0,
+        options.processes,
+        options.workers,
+        index_exists,
+    )
+    return RecoveryConfig(partitions.directory), partitions  # type: ignore[no-untyped-call]
 
 
 def run_indexer(
@@ -86,6 +106,12 @@ def run_indexer(
     if isinstance(retries, FixedPartitionedSource):
         retries = StoppableSource(retries, stop.requested)
     flow = build_flow(source, components, retries=retries)
+    recovery, partitions = None, None
+    if options.recovery:
+        index_exists = components.stores.graph.version() > 0
+        recovery, partitions = recovery_config(data_dir, options, index_exists)
+        if options.processes > 1:
+            print(f"kgstream: process {options.process_id}: {partitions.describe()}", flush=True)
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         cli_main(  # type: ignore[no-untyped-call]
@@ -94,18 +120,47 @@ def run_indexer(
             process_id=options.process_id,
             addresses=list(options.addresses) or None,
             epoch_interval=timedelta(seconds=options.epoch_seconds),
-            recovery_config=recovery_config(data_dir) if options.recovery else None,
+            recovery_config=recovery,
         )
     except KeyboardInterrupt:
         pass
     except BytewaxRuntimeError as error:
         if not _interrupted(error):
             raise
+    except (MissingPartitionsError, InconsistentPartitionsError, NoPartitionsError) as error:
+        raise UserError(f"cannot resume: {error}", _partitions_hint(partitions)) from None
+    except BaseException as error:
+        if options.processes == 1 or type(error).__name__ != "PanicException":
+            raise
+        _cluster_stopped(error, partitions)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     if stop.cannot_go_on_reason is not None:
         raise RunCannotGoOn(stop.cannot_go_on_reason)
+
+
+def _partitions_hint(partitions: RecoveryPartitions | None) -> str:
+    held = partitions.describe() if partitions is not None else "no recovery partition"
+    return (
+        f"the processes of a cluster must together hold every recovery partition (this one "
+        f"holds {held}); move the part-N.sqlite3 files of a process that left to one that "
+        "stays (docs/design.md, Recovery)"
+    )
+
+
+def _cluster_stopped(error: BaseException, partitions: RecoveryPartitions | None) -> None:
+    """A cluster process whose peer failed or cannot be reached gets a panic from Bytewax,
+    whose real reason (the peer's, or a missing recovery partition) was printed where it
+    happened: say what to do in one line, and exit non-zero so a supervisor restarts it."""
+    print(
+        f"kgstream: the Bytewax cluster stopped ({error}): a process of it failed or cannot "
+        "be reached; start every process again and they resume from the last snapshot. If "
+        f"this happens at start: {_partitions_hint(partitions)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise RunCannotGoOn(str(error))
 
 
 class _Stop:

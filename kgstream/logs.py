@@ -83,7 +83,16 @@ def is_terminal(stream: TextIO) -> bool:
 
 #: The libraries whose loggers `library_level` governs: their INFO records are about their own
 #: connections (kafka-python logs every broker connect and metadata refresh), not about kgstream.
-LIBRARY_LOGGERS = ("kafka", "httpx", "httpcore", "urllib3", "openai", "grpc", "qdrant_client")
+LIBRARY_LOGGERS = (
+    "kafka",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "urllib3",
+    "openai",
+    "grpc",
+    "qdrant_client",
+)
 
 
 def configure_logging(

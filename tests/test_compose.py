@@ -38,6 +38,7 @@ from tests.support.redis import RedisTestServer
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 ONE_SHOT_CONDITION = "service_completed_successfully"
+INDEXERS = ("indexer-0", "indexer-1")  # the processes of one Bytewax cluster
 
 
 @functools.cache
@@ -100,7 +101,7 @@ def services() -> dict[str, Any]:
 def kgstream_services(services: dict[str, Any]) -> dict[str, Any]:
     """The services built from this repository's Dockerfile (ENTRYPOINT kgstream)."""
     built = {name: spec for name, spec in services.items() if "build" in spec}
-    assert set(built) >= {"indexer", "gateway"}, f"kgstream services: {sorted(built)}"
+    assert set(built) >= {*INDEXERS, "gateway"}, f"kgstream services: {sorted(built)}"
     return built
 
 
@@ -166,20 +167,47 @@ def test_every_kgstream_command_parses_with_the_real_cli(kgstream_services, caps
         )
 
 
-def test_the_indexer_consumes_the_topic_that_kafka_init_creates(services, kgstream_services):
-    indexer = build_parser().parse_args(kgstream_services["indexer"]["command"])
-    assert indexer.command == "run" and indexer.no_serve
-    kafka_host = indexer.kafka.rpartition(":")[0]
-    assert kafka_host in services, f"--kafka {indexer.kafka} names no service"
-    assert (
-        f"PLAINTEXT://{indexer.kafka}"
-        in services[kafka_host]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
-    )
+def test_the_indexers_consume_the_topic_that_kafka_init_creates(services, kgstream_services):
     init = services["kafka-init"]["command"]
-    assert init[init.index("--topic") + 1] == indexer.topic
+    for name in INDEXERS:
+        indexer = build_parser().parse_args(kgstream_services[name]["command"])
+        assert indexer.command == "run" and indexer.no_serve
+        kafka_host = indexer.kafka.rpartition(":")[0]
+        assert kafka_host in services, f"--kafka {indexer.kafka} names no service"
+        assert (
+            f"PLAINTEXT://{indexer.kafka}"
+            in services[kafka_host]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+        )
+        assert init[init.index("--topic") + 1] == indexer.topic
     assert init[init.index("--partitions") + 1] == "6"
     assert "--if-not-exists" in init
     assert services["kafka"]["environment"]["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+
+
+def test_the_indexers_form_one_cluster_each_with_its_own_recovery_volume(kgstream_services):
+    """Every indexer names the same processes, itself at its own index, keeps its data
+    directory (its share of the recovery partitions) in a volume of its own, and has the
+    shared Redis and Qdrant servers that kgstream requires of a cluster."""
+    parsed = {
+        name: build_parser().parse_args(kgstream_services[name]["command"]) for name in INDEXERS
+    }
+    addresses = {args.addresses for args in parsed.values()}
+    assert len(addresses) == 1, addresses
+    hosts = [address.rpartition(":")[0] for address in addresses.pop().split(";")]
+    assert hosts == list(INDEXERS)
+    volumes = set()
+    for name, args in parsed.items():
+        assert hosts[args.process_id] == name
+        assert args.workers == parsed[INDEXERS[0]].workers
+        environment = kgstream_services[name]["environment"]
+        settings = load_settings(
+            {k: v or "" for k, v in environment.items() if not k.endswith(FILE_SUFFIX)}
+        )
+        assert settings.redis_url and settings.qdrant_url
+        data = args.data or settings.data_dir
+        [mount] = [m for m in kgstream_services[name]["volumes"] if Path(m["target"]) == data]
+        volumes.add(mount["source"])
+    assert len(volumes) == len(INDEXERS), volumes
 
 
 def mounted_secrets(spec: dict[str, Any]) -> set[str]:
@@ -241,7 +269,7 @@ def test_published_ports_are_on_localhost_only_and_each_has_a_purpose(services, 
         ("gateway", grpc_port),
         ("gateway", http_port),
         ("gateway", metrics_port["gateway"]),
-        ("indexer", metrics_port["indexer"]),
+        *((name, metrics_port[name]) for name in INDEXERS),
         ("kafka", external_port),
     }
     assert published[("gateway", grpc_port)]["published"] == "50051"
@@ -258,7 +286,7 @@ def test_published_ports_are_on_localhost_only_and_each_has_a_purpose(services, 
     }
     assert targets == {
         f"127.0.0.1:{published[(name, metrics_port[name])]['published']}"
-        for name in ("indexer", "gateway")
+        for name in (*INDEXERS, "gateway")
     }
 
 
@@ -282,12 +310,13 @@ def test_services_wait_for_healthy_dependencies(services):
         for dependency, how in (spec.get("depends_on") or {}).items():
             wanted = ONE_SHOT_CONDITION if dependency in one_shot else "service_healthy"
             assert how["condition"] == wanted, f"{name} -> {dependency}"
-    assert set(services["indexer"]["depends_on"]) == {"kafka-init", "redis", "qdrant"}
+    for name in INDEXERS:
+        assert set(services[name]["depends_on"]) == {"kafka-init", "redis", "qdrant"}
     assert set(services["gateway"]["depends_on"]) >= {"redis", "qdrant"}
 
 
 def test_state_lives_in_named_volumes(services):
-    for name in ("kafka", "redis", "qdrant", "indexer"):
+    for name in ("kafka", "redis", "qdrant", *INDEXERS):
         mounts = services[name].get("volumes", [])
         assert mounts, f"{name} keeps no state in a volume"
         for mount in mounts:
@@ -330,11 +359,12 @@ def test_gateway_health_check_passes_only_while_the_grpc_health_service_says_ser
         server.stop(None)
 
 
-def test_indexer_health_check_passes_while_metrics_are_served(services):
-    address = services["indexer"]["environment"]["KGSTREAM_METRICS_ADDRESS"]
+@pytest.mark.parametrize("name", INDEXERS)
+def test_indexer_health_check_passes_while_metrics_are_served(services, name):
+    address = services[name]["environment"]["KGSTREAM_METRICS_ADDRESS"]
     _, metrics_port = parse_metrics_address(address)
     server = start_metrics_server("127.0.0.1:0", Metrics())
-    argv = health_check_argv(services["indexer"], metrics_port, server.port)
+    argv = health_check_argv(services[name], metrics_port, server.port)
     try:
         assert passes(argv)
     finally:

@@ -265,12 +265,15 @@ class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
                     f"resume state for {part_key(*self._tp)} must be an offset >= 0; got "
                     f"{resume_state!r}: the recovery store was written by another source"
                 )
+            LOGGER.info("%s resumes at offset %d", part_key(*self._tp), resume_state)
             return resume_state
         if self._options.start == "end":
             offsets = consumer.end_offsets([self._tp], timeout_ms=_METADATA_TIMEOUT_MS)
         else:
             offsets = consumer.beginning_offsets([self._tp], timeout_ms=_METADATA_TIMEOUT_MS)
-        return int(offsets[self._tp])
+        offset = int(offsets[self._tp])
+        LOGGER.info("%s starts at offset %d (no snapshot to resume)", part_key(*self._tp), offset)
+        return offset
 
     @property
     def partition(self) -> int:

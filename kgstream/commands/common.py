@@ -65,12 +65,18 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
         yield
 
 
-def run_options(args: argparse.Namespace) -> Any:
+def run_options(args: argparse.Namespace, settings: Settings) -> Any:
     from kgstream.indexer import RunOptions
 
     addresses = tuple(a for a in (args.addresses or "").split(";") if a)
     if addresses and args.process_id is None:
         raise UserError("--addresses needs --process-id", "give each process its index, from 0")
+    if len(addresses) > 1 and not settings.redis_url:
+        raise UserError(
+            "a cluster of several processes needs one Redis server that they all write to",
+            "point every process at the same one with KGSTREAM_REDIS_URL "
+            "(and the vectors at a Qdrant server with KGSTREAM_QDRANT_URL)",
+        )
     try:
         return RunOptions(args.workers, args.process_id, addresses)
     except ValueError as error:

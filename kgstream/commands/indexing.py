@@ -34,6 +34,7 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
     folder: Path = args.folder
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder", "give the path of a folder of documents")
+    options = run_options(args, settings)
     with data_dir_lock(settings.data_dir):
         components = build_components(settings)
         bar, on_commit = _progress_printer("indexing")
@@ -50,7 +51,7 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
                 components,
                 source,
                 settings.data_dir,
-                run_options(args),
+                options,
                 on_commit,
                 retries=RetryRequestSource(components.stores.graph, follow=False),
             )
@@ -66,6 +67,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
     from kgstream.assembly import build_chat_client, build_components, build_engine
     from kgstream.indexer import run_indexer
 
+    options = run_options(args, settings)
     with data_dir_lock(settings.data_dir), telemetry(settings) as metrics:
         client = build_chat_client(settings, metrics)  # one LLM budget for indexing and answers
         components = build_components(settings, metrics, client)
@@ -89,7 +91,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
                     metrics,
                 ).start()
             retries = RetryRequestSource(components.stores.graph, follow=not args.until_caught_up)
-            run_indexer(components, source, settings.data_dir, run_options(args), retries=retries)
+            run_indexer(components, source, settings.data_dir, options, retries=retries)
         finally:
             if lag is not None:
                 lag.stop()
@@ -147,6 +149,7 @@ def command_replay(settings: Settings, args: argparse.Namespace) -> int:
             f"{settings.data_dir} already holds an index",
             "replay rebuilds into empty stores: give --data a new directory",
         )
+    options = run_options(args, settings)
     with data_dir_lock(settings.data_dir):
         components = build_components(settings)
         try:
@@ -164,7 +167,7 @@ def command_replay(settings: Settings, args: argparse.Namespace) -> int:
             )
             watcher.start()
             try:
-                run_indexer(components, source, settings.data_dir, run_options(args))
+                run_indexer(components, source, settings.data_dir, options)
             finally:
                 stop.set()
                 watcher.join()

@@ -70,7 +70,7 @@ def poisoned_calls(llm_server) -> int:
 
 def run(components, changes, recovery_dir, retries=None, start=1.0):
     flow = build_flow(TestingSource(events(changes, start)), components, retries=retries)
-    run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery_config(recovery_dir))
+    run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery_config(recovery_dir)[0])
 
 
 FAULTS = {

@@ -155,6 +155,20 @@ def test_library_chatter_is_off_by_default_and_its_level_is_a_setting():
     assert [line["message"] for line in json_lines(stream)] == ["connecting to 127.0.0.1:9092"]
 
 
+def test_the_http_requests_of_the_model_clients_are_library_chatter(llm_server):
+    """openai sends through httpx2, whose INFO line for every request used to show."""
+    from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
+
+    stream = io.StringIO()
+    configure_logging("json", level="INFO", stream=stream)
+    embedder = OpenAIEmbedder(OpenAIEmbeddingOptions(llm_server.base_url, "test-embedding-model"))
+    try:
+        assert len(embedder.embed(["a text"])) == 1
+    finally:
+        embedder.close()
+    assert json_lines(stream) == []
+
+
 def test_log_levels_are_settings_checked_by_name():
     from kgstream.settings import SettingsError, load_settings
 

@@ -1,0 +1,95 @@
+"""Bytewax recovery partitions under each process's data directory.
+
+Bytewax keeps a dataflow's snapshots in a fixed set of recovery partitions (SQLite files
+`part-N.sqlite3`, each recording its index and the set's size) made once, before the first
+run. Each partition is written by one worker, and a run can resume only when its processes
+together see every partition (else it stops: "missing recovery partitions"); which process
+holds which does not matter, nor does the number of workers: resuming routes every key's
+snapshot to the worker that owns it now. So a cluster needs no shared volume: process I of
+P keeps the partitions N with N % P == I in its own `DATA/recovery`, made by its first run
+(P x workers partitions in all, one per worker of that first cluster). A process that joins
+a cluster whose stores already hold an index makes none (the cluster's partitions exist
+already); the partitions of a process that leaves must move to one that stays.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from bytewax.recovery import init_db_dir
+
+from kgstream.commands.common import UserError
+
+
+@dataclass(frozen=True)
+class RecoveryPartitions:
+    """The recovery partitions in one process's directory: their indexes, and how many the
+    cluster's whole set holds (None when this process holds none)."""
+
+    directory: Path
+    held: tuple[int, ...]
+    count: int | None
+
+    def describe(self) -> str:
+        if self.count is None:
+            return f"no recovery partition in {self.directory}"
+        held = ", ".join(f"part-{index}" for index in self.held)
+        return f"recovery partitions {held} of {self.count} in {self.directory}"
+
+
+def share(process_id: int, processes: int, count: int) -> tuple[int, ...]:
+    """The partitions process `process_id` of `processes` makes at a cluster's first run."""
+    return tuple(index for index in range(count) if index % processes == process_id)
+
+
+def prepare_recovery(
+    directory: Path, process_id: int, processes: int, workers: int, index_exists: bool
+) -> RecoveryPartitions:
+    """This process's recovery partitions: those in `directory`, or, when it does not exist,
+    its share of a new set of `processes` x `workers` partitions. A process of a cluster
+    whose stores already hold an index (`index_exists`) makes none: the set was made by the
+    cluster's first run, and new partitions would not match it."""
+    if directory.is_dir():
+        return read_partitions(directory)
+    if processes > 1 and index_exists:
+        directory.mkdir(parents=True)
+        return RecoveryPartitions(directory, (), None)
+    count = processes * workers
+    staging = directory.with_name(directory.name + ".new")  # a crash leaves no partial set
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    init_db_dir(staging, count)  # type: ignore[no-untyped-call]
+    held = share(process_id, processes, count)
+    for index in set(range(count)) - set(held):
+        (staging / f"part-{index}.sqlite3").unlink()
+    staging.rename(directory)
+    return RecoveryPartitions(directory, held, count)
+
+
+def read_partitions(directory: Path) -> RecoveryPartitions:
+    """The partitions in `directory`; they must all belong to one set."""
+    found: dict[int, int] = {}
+    for path in sorted(directory.glob("*.sqlite3")):
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = connection.execute("SELECT part_index, part_count FROM parts").fetchall()
+        except sqlite3.DatabaseError as error:
+            raise UserError(
+                f"{path} is not a Bytewax recovery partition ({error})",
+                f"move it out of {directory}",
+            ) from None
+        finally:
+            connection.close()
+        for index, count in rows:
+            found[int(index)] = int(count)
+    counts = set(found.values())
+    if len(counts) > 1:
+        raise UserError(
+            f"{directory} holds recovery partitions of different sets "
+            f"({', '.join(f'part-{i} of {n}' for i, n in sorted(found.items()))})",
+            "keep only the partitions of this cluster's set (docs/design.md, Recovery)",
+        )
+    return RecoveryPartitions(directory, tuple(sorted(found)), counts.pop() if counts else None)

@@ -1,0 +1,74 @@
+"""Which Bytewax recovery partitions each process of a cluster keeps (kgstream/recovery.py),
+and the cluster flags a user can get wrong. Bytewax's own behaviour with these layouts
+(kill, resume, rescale) is tested end to end in test_cluster_recovery.py."""
+
+import pytest
+
+from kgstream.cli import main
+from kgstream.commands.common import UserError
+from kgstream.recovery import prepare_recovery, read_partitions
+
+
+def test_each_process_of_a_new_cluster_makes_its_share_of_one_partition_per_worker(tmp_path):
+    made = [
+        prepare_recovery(tmp_path / f"p{i}" / "recovery", i, 3, 2, index_exists=False)
+        for i in range(3)
+    ]
+    assert [(m.held, m.count) for m in made] == [((0, 3), 6), ((1, 4), 6), ((2, 5), 6)]
+    for i, m in enumerate(made):
+        files = sorted(path.name for path in m.directory.iterdir())
+        assert files == [f"part-{n}.sqlite3" for n in m.held]
+        assert read_partitions(m.directory) == m
+        assert not (tmp_path / f"p{i}" / "recovery.new").exists()
+
+
+def test_a_single_process_makes_one_partition_per_worker_even_over_an_existing_index(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 2, index_exists=True)
+    assert (made.held, made.count) == ((0, 1), 2)
+
+
+def test_a_process_joining_a_cluster_with_an_index_makes_no_partition(tmp_path):
+    joined = prepare_recovery(tmp_path / "recovery", 2, 3, 1, index_exists=True)
+    assert (joined.held, joined.count) == ((), None)
+    assert joined.directory.is_dir() and not any(joined.directory.iterdir())
+    assert "no recovery partition" in joined.describe()
+
+
+def test_existing_partitions_are_kept_whatever_the_flags_say_now(tmp_path):
+    first = prepare_recovery(tmp_path / "recovery", 1, 2, 1, index_exists=False)
+    again = prepare_recovery(tmp_path / "recovery", 0, 4, 3, index_exists=True)
+    assert again == first and (again.held, again.count) == ((1,), 2)
+
+
+def test_partitions_of_two_sets_in_one_directory_are_refused_with_their_names(tmp_path):
+    prepare_recovery(tmp_path / "a", 0, 2, 1, index_exists=False)  # part-0 of 2
+    prepare_recovery(tmp_path / "b", 0, 1, 3, index_exists=False)  # part-0..2 of 3
+    (tmp_path / "b" / "part-1.sqlite3").rename(tmp_path / "a" / "part-1.sqlite3")
+    with pytest.raises(UserError, match=r"different sets \(part-0 of 2, part-1 of 3\)"):
+        read_partitions(tmp_path / "a")
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["-i", "0", "-a", "h1:1;h2:2"], "needs one Redis server"),
+        (["-a", "h1:1;h2:2"], "--addresses needs --process-id"),
+    ],
+)
+def test_cluster_flags_a_cluster_cannot_run_with_are_refused_before_anything_starts(
+    flags, says, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("KGSTREAM_REDIS_URL", raising=False)
+    args = ["run", "--kafka", "127.0.0.1:1", "--data", str(tmp_path / "data"), "--no-serve"]
+    assert main([*args, *flags]) == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_process_id_outside_the_addresses_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KGSTREAM_REDIS_URL", "redis://127.0.0.1:1/0")
+    args = ["run", "--kafka", "127.0.0.1:1", "--data", str(tmp_path / "data"), "--no-serve"]
+    assert main([*args, "-i", "2", "-a", "h1:1;h2:2"]) == 2
+    assert "process_id must be an index into the 2 addresses (0 to 1; got 2)" in (
+        capsys.readouterr().err
+    )
