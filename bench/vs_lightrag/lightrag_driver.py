@@ -2,7 +2,7 @@
 
 Never imported by kgstream's code or its venv; `run.py` starts it as
 ``bench/vs_lightrag/.venv/bin/python bench/vs_lightrag/lightrag_driver.py WORKDIR LLM_URL
-EMBEDDING_URL``
+EMBEDDING_URL [--client binding|shared]``
 and talks to it in JSON lines: one request object a line on stdin, one reply object a line on
 stdout (LightRAG's own logging goes to stderr). A request is ``{"op": ..., ...}``:
 
@@ -27,6 +27,7 @@ OpenAI-compatible LLM and embedding endpoint (384 dimensions), and no embedding 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -93,14 +94,62 @@ class SharedTokenizer(Tokenizer):  # type: ignore[misc]  # lightrag: Any in kgst
         return self
 
 
-def build_rag(workdir: Path, llm_url: str, embedding_url: str) -> LightRAG:
+class SharedClient:
+    """Chat and embedding functions over one reused `AsyncOpenAI` client per endpoint.
+
+    LightRAG's OpenAI binding builds a new client (and with it an SSL context, loading the CA
+    bundle, even for http) for every call, on the event loop. This is what a user who writes
+    their own `llm_model_func` and `embedding_func` (LightRAG's documented extension points)
+    would do instead: `--client shared` measures LightRAG without that cost.
+    """
+
+    def __init__(self, llm_url: str, embedding_url: str) -> None:
+        from openai import AsyncOpenAI
+
+        self._chat = AsyncOpenAI(base_url=llm_url, api_key=API_KEY, max_retries=3)
+        self._embeddings = AsyncOpenAI(base_url=embedding_url, api_key=API_KEY, max_retries=3)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SharedClient:
+        return self  # LightRAG deep-copies its fields (these methods); a client is not copyable
+
+    async def complete(
+        self,
+        prompt: str,
+        system_prompt: str | None = None,
+        history_messages: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        messages: list[Any] = (
+            [{"role": "system", "content": system_prompt}] if system_prompt else []
+        )
+        messages += [*(history_messages or []), {"role": "user", "content": prompt}]
+        reply = await self._chat.chat.completions.create(model=CHAT_MODEL, messages=messages)
+        return str(reply.choices[0].message.content or "")
+
+    async def embed(self, texts: list[str], **kwargs: Any) -> Any:
+        import numpy as np
+
+        reply = await self._embeddings.embeddings.create(
+            model=EMBEDDING_MODEL, input=texts, encoding_format="float"
+        )
+        return np.array([item.embedding for item in reply.data], dtype=np.float32)
+
+
+def build_rag(workdir: Path, llm_url: str, embedding_url: str, client: str) -> LightRAG:
+    """LightRAG with its defaults, the offline tokenizer and the test server; `client` is
+    ``binding`` (LightRAG's OpenAI binding) or ``shared`` (see `SharedClient`)."""
     encoding = load_encoding("cl100k_base")
-    embed = partial(
-        openai_embed.func, model=EMBEDDING_MODEL, base_url=embedding_url, api_key=API_KEY
-    )
+    if client == "shared":
+        shared = SharedClient(llm_url, embedding_url)
+        llm, embed = shared.complete, shared.embed
+    else:
+        llm = partial(complete, base_url=llm_url)
+        embed = partial(
+            openai_embed.func, model=EMBEDDING_MODEL, base_url=embedding_url, api_key=API_KEY
+        )
     return LightRAG(
         working_dir=str(workdir),
-        llm_model_func=partial(complete, base_url=llm_url),
+        llm_model_func=llm,
         llm_model_name=CHAT_MODEL,
         embedding_func=EmbeddingFunc(
             embedding_dim=EMBEDDING_DIMENSION,
@@ -264,9 +313,9 @@ def context_files(context: str) -> list[str]:
     return files
 
 
-async def serve(workdir: Path, llm_url: str, embedding_url: str) -> None:
+async def serve(args: argparse.Namespace) -> None:
     began = time.perf_counter()
-    rag = build_rag(workdir, llm_url, embedding_url)
+    rag = build_rag(args.workdir, args.llm_url, args.embedding_url, args.client)
     await rag.initialize_storages()
     driver = Driver(rag)
     reply({"ready": True, "seconds": time.perf_counter() - began})
@@ -310,10 +359,12 @@ def reply(message: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) != 4:
-        raise SystemExit(
-            "usage: lightrag_driver.py WORKDIR LLM_URL EMBEDDING_URL (see the module docstring)"
-        )
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workdir", type=Path)
+    parser.add_argument("llm_url")
+    parser.add_argument("embedding_url")
+    parser.add_argument("--client", choices=("binding", "shared"), default="binding")
+    args = parser.parse_args()
     # Replies own stdout; anything LightRAG prints (at the Python or the C level) goes to stderr.
     global _REPLIES
     _REPLIES = os.fdopen(os.dup(1), "w")
@@ -321,7 +372,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     logging.getLogger("lightrag").setLevel(logging.WARNING)
-    asyncio.run(serve(Path(sys.argv[1]), sys.argv[2], sys.argv[3]))
+    asyncio.run(serve(args))
     return 0
 
 

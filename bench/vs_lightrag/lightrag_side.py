@@ -37,11 +37,14 @@ DRIVER = Path(__file__).resolve().parent / "lightrag_driver.py"
 class Driver:
     """The driver process: `request(op, ...)` sends one request and returns its reply."""
 
-    def __init__(self, python: Path, workdir: Path, server: LLMServer, log_path: Path) -> None:
+    def __init__(
+        self, python: Path, workdir: Path, server: LLMServer, client: str, log_path: Path
+    ) -> None:
         self.started = time.perf_counter()
         self._log = log_path.open("wb")
+        urls = (server.llm_url, server.embedding_url)
         self.process = subprocess.Popen(
-            [str(python), str(DRIVER), str(workdir), server.llm_url, server.embedding_url],
+            [str(python), str(DRIVER), str(workdir), *urls, "--client", client],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -90,12 +93,17 @@ class Driver:
 
 
 def run_lightrag(
-    server: LLMServer, workload: Workload, work: Path, python: Path, warmup: Sequence[str]
+    server: LLMServer,
+    workload: Workload,
+    work: Path,
+    python: Path,
+    warmup: Sequence[str],
+    client: str = "binding",
 ) -> SystemRun:
     workdir = work / "lightrag-data"
-    result = SystemRun("LightRAG")
+    result = SystemRun("LightRAG" if client == "binding" else "LightRAG (shared client)")
     before = server.calls()
-    with Driver(python, workdir, server, work / "lightrag.log") as driver:
+    with Driver(python, workdir, server, client, work / "lightrag.log") as driver:
         rss = PeakRss(driver.process.pid)
         try:
             indexed = driver.request("index", documents=dict(workload.corpus))

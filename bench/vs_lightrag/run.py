@@ -136,6 +136,8 @@ def figures(run: SystemRun, workload: Workload, delay: float) -> list[Figure]:
     if delay:
         bound = run.index_calls.chat * delay / LLM_CONCURRENCY
         rows.append((f"LLM calls x {delay * 1000:.0f} ms / {LLM_CONCURRENCY}, s", bound, "{:,.1f}"))
+        in_flight = run.index_calls.chat * delay / run.index_seconds
+        rows.append(("LLM calls in flight while indexing (mean)", in_flight, "{:.2f}"))
     for label, operations in (("edit", run.edits), ("delete", run.deletes)):
         p50, mean = seconds_summary(operations)
         rows.append((f"{label} p50 s ({len(operations)} {label}s)", p50, "{:.3f}"))
@@ -240,6 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--only", choices=("kgstream", "lightrag"), default=None, help="run one system only"
     )
     parser.add_argument(
+        "--lightrag-client",
+        choices=("binding", "shared"),
+        default="binding",
+        help="LightRAG's OpenAI binding (a client per call; default) or one shared client",
+    )
+    parser.add_argument(
         "--setup-only", action="store_true", help="create LightRAG's venv, then stop"
     )
     return parser
@@ -277,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 loads.append(" ".join(f"{v:.2f}" for v in os.getloadavg()))
             if args.only in (None, "lightrag"):
                 progress(f"{delay * 1000:.0f} ms per call: LightRAG")
-                runs["lightrag"] = run_lightrag(server, workload, folder, python, warmup)
+                runs["lightrag"] = run_lightrag(
+                    server, workload, folder, python, warmup, args.lightrag_client
+                )
                 loads.append(" ".join(f"{v:.2f}" for v in os.getloadavg()))
         report += report_latency(delay, list(runs.values()), workload)
         report.append(
