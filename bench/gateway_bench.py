@@ -45,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,16 +231,17 @@ def kgstream_serve(data_dir: Path, log_path: Path) -> Iterator[tuple[subprocess.
 
 @contextlib.contextmanager
 def kgstream_gateway(
-    log_path: Path, *arguments: str
+    log_path: Path, *arguments: str, env: Mapping[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`kgstream ARGUMENTS --grpc 127.0.0.1:0` (serve, or run): (process, bound address),
-    its output in `log_path`; stopped with SIGINT (as Ctrl-C) on exit."""
+    its output in `log_path`, the default settings plus `env`; stopped with SIGINT (as
+    Ctrl-C) on exit."""
     command = kgstream_command(*arguments, "--grpc", "127.0.0.1:0")
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command,
             cwd=REPO_ROOT,
-            env=clean_environment(),
+            env={**clean_environment(), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -155,8 +155,12 @@ def progress(message: str) -> None:
 # -- the test LLM / embeddings server, in a child process ------------------------
 
 
-def format_extraction(extraction: Any) -> str:
-    """An `Extraction` in the delimited record format the extraction prompt asks for."""
+def format_extraction(extraction: Any, *, strength: bool = True) -> str:
+    """An `Extraction` in the delimited record format the extraction prompt asks for.
+
+    Without `strength`, relation rows have LightRAG 1.5's five fields (it drops a row with a
+    sixth), which kgstream reads as strength 1.0.
+    """
     from dataflow.core.prompts import COMPLETION_DELIMITER, TUPLE_DELIMITER
 
     def clean(text: str) -> str:
@@ -169,7 +173,8 @@ def format_extraction(extraction: Any) -> str:
     ]
     lines += [
         f"relation{d}{clean(r.source)}{d}{clean(r.target)}{d}"
-        f"{clean(', '.join(r.keywords))}{d}{clean(r.description)}{d}{min(1.0, r.strength / 3):.2f}"
+        f"{clean(', '.join(r.keywords))}{d}{clean(r.description)}"
+        + (f"{d}{min(1.0, r.strength / 3):.2f}" if strength else "")
         for r in extraction.relations
     ]
     lines.append(COMPLETION_DELIMITER)

@@ -12,6 +12,8 @@ Endpoints (under ``/v1``):
   (``float`` or ``base64`` encoding, as the client asks; ``dimensions`` honoured), times
   `embedding_scale` (set it to check that clients normalise), listed in reverse order when
   `reverse_embeddings` is set (each item keeps its ``index``: clients must order by it).
+  `embedder` (text, dimension) -> unit vector makes them: `embed_text` unless replaced
+  (a benchmark may want vectors whose similarity means something).
 * ``GET /models``.
 
 What a chat call answers, first match wins:
@@ -167,9 +169,9 @@ class OpenAICompatibleServer:
     Use as a context manager (or `start()` / `close()`); `base_url` is what
     ``openai.OpenAI(base_url=...)`` takes. Scripting attributes (`responder`,
     `delay_seconds`, `delta_delay_seconds`, `default_reply`, `embedding_dimension`,
-    `embedding_scale`, `reverse_embeddings`, `embedding_body`: a verbatim 200 reply to every
-    embeddings request, for malformed replies) may be changed at any time; they apply to the
-    next request.
+    `embedding_scale`, `embedder`, `reverse_embeddings`, `embedding_body`: a verbatim 200
+    reply to every embeddings request, for malformed replies) may be changed at any time; they
+    apply to the next request.
     """
 
     def __init__(
@@ -186,6 +188,7 @@ class OpenAICompatibleServer:
         self.delta_delay_seconds: float = 0.0
         self.embedding_dimension = embedding_dimension
         self.embedding_scale = 1.0
+        self.embedder: Callable[[str, int], list[float]] = embed_text
         self.reverse_embeddings = False
         self.embedding_body: bytes | None = None
         self.hold_timeout_seconds = 5.0
@@ -580,11 +583,12 @@ class OpenAICompatibleServer:
             handler.wfile.write(self.embedding_body)
             return
         dimension = body.get("dimensions") or self.embedding_dimension
+        embedder = self.embedder
         as_base64 = body.get("encoding_format") == "base64"
         data = []
         for index, item in enumerate(inputs):
             text = item if isinstance(item, str) else json.dumps(item)
-            vector = [self.embedding_scale * v for v in embed_text(text, int(dimension))]
+            vector = [self.embedding_scale * v for v in embedder(text, int(dimension))]
             encoded: Any = vector
             if as_base64:
                 encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
