@@ -31,12 +31,16 @@ T = TypeVar("T")
 logger = logging.getLogger("kgstream.stores")
 
 # Redis answers these while it cannot serve writes yet: loading its data after a restart
-# (BusyLoadingError is a ConnectionError), a replica not yet promoted, a cluster slot moving.
+# (BusyLoadingError is a ConnectionError), a replica not yet promoted, a cluster slot moving,
+# a Redis Cluster down (CLUSTERDOWN, MASTERDOWN: a node failed and no replica took over) or
+# whose client knows no node for a slot.
 _REDIS_OUTAGES = (
     redis.ConnectionError,
     redis.TimeoutError,
     redis.exceptions.ReadOnlyError,
     redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.SlotNotCoveredError,
 )
 
 

@@ -9,7 +9,7 @@ production servers use, only pointed at local instances.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -20,6 +20,7 @@ from connectors.redis.graph_store import GraphStore
 from connectors.vectors.base import VectorKind, VectorStore
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from connectors.writes import store_write
 from dataflow.core.commit import CommitBatch
 
@@ -28,8 +29,9 @@ from dataflow.core.commit import CommitBatch
 class StoreLocations:
     data_dir: Path
     workspace: str = "default"
-    redis_url: str | None = None
+    redis_url: str | None = None  # redis://, rediss://, unix://, or redis+cluster://
     qdrant_url: str | None = None
+    qdrant_cluster: QdrantClusterOptions = field(default_factory=QdrantClusterOptions)
 
 
 class Stores:
@@ -98,7 +100,9 @@ def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRed
 def open_vector_store(locations: StoreLocations) -> VectorStore:
     """The vector store, not yet bound to an embedding space (see `ensure_collections`)."""
     if locations.qdrant_url:
-        return QdrantClientVectorStore.from_url(locations.qdrant_url, locations.workspace)
+        return QdrantClientVectorStore.from_url(
+            locations.qdrant_url, locations.workspace, cluster=locations.qdrant_cluster
+        )
     return EdgeVectorStore(locations.data_dir / "vectors", locations.workspace)
 
 

@@ -15,6 +15,7 @@ prefix whose token sum fits: a budget never skips an item to fit a later, smalle
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import replace
@@ -35,6 +36,8 @@ T = TypeVar("T")
 
 class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
+
+    def __hash__(self) -> int: ...  # counts are cached per counter (`_tail_tokens`)
 
 
 Scored = TypeVar("Scored", RetrievedEntity, RetrievedRelation, RetrievedChunk)
@@ -85,9 +88,34 @@ def relation_line(relation: RetrievedRelation) -> str:
 
 
 def chunk_line(reference_id: int, chunk: RetrievedChunk) -> str:
-    return json.dumps(
-        {"reference_id": str(reference_id), "content": chunk.text}, ensure_ascii=False
+    """`{"reference_id": "<n>", "content": "<text>"}`, as `json.dumps` writes it."""
+    return _chunk_line_head(reference_id) + _chunk_line_tail(chunk.text)
+
+
+def _chunk_line_head(reference_id: int) -> str:
+    return '{"reference_id": "' + str(reference_id)
+
+
+def _chunk_line_tail(text: str) -> str:
+    return '", ' + json.dumps({"content": text}, ensure_ascii=False)[1:]
+
+
+def chunk_line_tokens(reference_id: int, chunk: RetrievedChunk, tokens: TokenCounter) -> int:
+    """`tokens.count(chunk_line(reference_id, chunk))`, counted as the head that ends with
+    the reference number and the tail that holds the text. The tail is the same whatever
+    number a call gives the chunk, so it is counted once (`_tail_tokens` caches it); the
+    whole line, whose number changes from call to call, would be a new text every time
+    (counting chunk lines anew was most of a Retrieve's tokenizer time). Exact: in both
+    encodings' pre-tokenizers a run of digits followed by a quote ends a piece, and
+    tiktoken counts pieces alone (tests/gateway/test_context.py checks it)."""
+    return tokens.count(_chunk_line_head(reference_id)) + _tail_tokens(
+        tokens, _chunk_line_tail(chunk.text)
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _tail_tokens(tokens: TokenCounter, tail: str) -> int:
+    return tokens.count(tail)
 
 
 def reference_line(reference: Reference) -> str:
@@ -144,7 +172,7 @@ def cut_chunks(
             cost += tokens.count(reference_line(Reference(number, source, ())))
         else:
             number = numbers[source]
-        cost += tokens.count(chunk_line(number, chunk))
+        cost += chunk_line_tokens(number, chunk, tokens)
         if used + cost > budget:
             break
         used += cost

@@ -146,14 +146,13 @@ def find_entities(
     )
     lanes = [Lane(list(named.keys)), Lane(hit_keys(dense)), Lane(hit_keys(lexical))]
     fused = fuse(lanes)[:top_k]
-    known = named.records
-    records = {**known, **graph.get_entities(k for k, _ in fused if k not in known)}
+    read, degrees = graph.get_entities_and_degrees(key for key, _ in fused)
+    records = {**named.records, **read}
     kept = [
         (records[key], score)
         for key, score in fused
         if key in records and scope.admits(records[key].doc_ids, records[key].file_paths)
     ]
-    degrees = graph.node_degrees(record.key for record, _ in kept)
     return [RetrievedEntity(record, score, degrees[record.key]) for record, score in kept]
 
 
@@ -238,15 +237,16 @@ def find_relations(
     if not fused:
         return GraphLane()
     graph = stores.graph
-    records, endpoints = graph.get_relations_with_endpoints(pair for pair, _ in fused)
-    edge_degrees = graph.edge_degrees(records)
+    # The endpoints' degrees, read with them, give the relations' edge degrees too.
+    records, endpoints, degrees = graph.get_relations_ends_and_degrees(pair for pair, _ in fused)
     found = [
-        RetrievedRelation(record=records[pair], score=score, degree=edge_degrees[pair])
+        RetrievedRelation(
+            record=records[pair], score=score, degree=degrees[pair[0]] + degrees[pair[1]]
+        )
         for pair, score in fused
         if pair in records and scope.admits(records[pair].doc_ids, records[pair].file_paths)
     ]
     keys = list(dict.fromkeys(key for relation in found for key in relation.record.pair))
-    degrees = graph.node_degrees(keys)
     entities = tuple(
         RetrievedEntity(record=endpoints[key], score=0.0, degree=degrees[key])
         for key in keys

@@ -93,6 +93,7 @@ def store_locations(settings: Settings) -> StoreLocations:
         workspace=settings.workspace,
         redis_url=settings.redis_connection_url(),
         qdrant_url=settings.qdrant_url,
+        qdrant_cluster=settings.qdrant_cluster_options(),
     )
 
 

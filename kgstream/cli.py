@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from redis.exceptions import MovedError
+
 from connectors.errors import StoreUnavailable, store_outages
+from connectors.redis.clients import moved_message
 from connectors.vectors.base import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import RunCannotGoOn, UserError
@@ -160,7 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         handler = COMMANDS[args.command]
         with store_outages():
-            return handler(settings, args)
+            try:
+                return handler(settings, args)
+            except MovedError as error:
+                raise UserError(
+                    moved_message(error),
+                    "set redis_url to redis+cluster://HOST:PORT (any node; more, "
+                    "comma-separated, for a start while one is down)",
+                ) from error
     except (SettingsError, UserError) as error:
         print(f"kgstream: {error}", file=sys.stderr)
         hint = getattr(error, "hint", "") or "run `kgstream config` to see the effective settings"

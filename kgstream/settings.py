@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
 from dataflow.core.documents import DocumentLimits
@@ -80,6 +81,10 @@ class Settings:
         None  # joined to redis_url (e.g. from KGSTREAM_REDIS_PASSWORD_FILE)
     )
     qdrant_url: str | None = None
+    # a Qdrant cluster's layout of each new collection (unset: Qdrant's defaults); a server only
+    qdrant_shard_number: int | None = None
+    qdrant_replication_factor: int | None = None
+    qdrant_write_consistency_factor: int | None = None
     # event log
     kafka_bootstrap_servers: str | None = None
     kafka_topic: str = "kgstream.documents"
@@ -150,8 +155,15 @@ class Settings:
             self.document_limits()
             self.render_options()
             self.request_limits()
+            cluster = self.qdrant_cluster_options()
         except ValueError as error:
             raise SettingsError(str(error)) from error
+        if not self.qdrant_url and not cluster.is_default():
+            raise SettingsError(
+                "qdrant_shard_number, qdrant_replication_factor and "
+                "qdrant_write_consistency_factor lay out collections on a Qdrant server: set "
+                "qdrant_url too (the embedded vector store has one shard)"
+            )
 
     def redis_connection_url(self) -> str | None:
         """`redis_url` with `redis_password` in it (URL-escaped), or None for the embedded one."""
@@ -162,6 +174,13 @@ class Settings:
         host = parts.netloc.rpartition("@")[2]  # host:port as written (IPv6 brackets kept)
         netloc = f"{user}:{quote(self.redis_password, safe='')}@{host}"
         return urlunsplit(parts._replace(netloc=netloc))
+
+    def qdrant_cluster_options(self) -> QdrantClusterOptions:
+        return QdrantClusterOptions(
+            shard_number=self.qdrant_shard_number,
+            replication_factor=self.qdrant_replication_factor,
+            write_consistency_factor=self.qdrant_write_consistency_factor,
+        )
 
     def chunking_options(self) -> ChunkingOptions:
         return ChunkingOptions(

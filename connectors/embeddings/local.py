@@ -189,6 +189,9 @@ def _import_runtime(module: str, pip_spec: str) -> Any:
         ) from error
 
 
+_ALLOW_SPINNING = "session.intra_op.allow_spinning"  # onnxruntime's session config key
+
+
 def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     ort = _import_runtime("onnxruntime", "onnxruntime==1.32.0")
     tokenizers = _import_runtime("tokenizers", "tokenizers==0.23.3")
@@ -208,6 +211,10 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     session_options = ort.SessionOptions()
     session_options.intra_op_num_threads = options.threads
     session_options.inter_op_num_threads = 1
+    # Idle pool threads sleep instead of spinning: by default they busy-wait after every
+    # run, keeping a core spinning that redis-server, Qdrant Edge and the dataflow need
+    # (on 2 busy cores that made Retrieve 2.5x slower; docs/design.md has the figures).
+    session_options.add_session_config_entry(_ALLOW_SPINNING, "0")
     session_options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session_options.log_severity_level = 3  # errors only; ORT's warnings are not actionable

@@ -2,74 +2,72 @@
 
 Plain Redis data structures only (hashes, sets, sorted sets, one counter), so
 the same code runs on the embedded redis-server, Redis 7+, Valkey or a managed
-Redis. Every write is an idempotent upsert or delete by a deterministic id,
-and one `GraphBatch` is applied as one MULTI/EXEC together with the increment
-of the index version: a reader sees all of a batch or none of it, so never an
-edge without its endpoints, and a replayed batch leaves the data as they were.
+Redis, standalone or a Redis Cluster. Every write is an idempotent upsert or
+delete by a deterministic id. On one Redis node a `GraphBatch` is applied as one
+MULTI/EXEC together with the increment of the index version: a reader sees all of
+a batch or none of it, so never an edge without its endpoints, and a replayed batch
+leaves the data as they were. On a Redis Cluster a batch is written slot by slot in
+phases (`connectors/redis/slot_writes.py`), ordered so that a reader still never sees
+a PROCESSED document whose records are missing, an edge without its endpoints, or a
+version whose batch is not whole. The key layout is in `connectors/redis/keys.py`;
+records as hashes in `connectors/redis/records.py`.
 
-Key layout (``<ws>`` is the workspace; ``E(x)`` escapes ``%``, ``{`` and ``}``
-in ``x`` as ``%25``, ``%7B`` and ``%7D``, so a brace inside an entity key can
-never end or open a hash tag)::
+The alias index is kept exact the way adjacency is: written with the records it follows.
+Adjacency needs no read, since a relation upsert or delete says which edge to add or drop;
+an entity upsert only says its new aliases, so the entity's stored aliases are read (on
+one node by a script inside the transaction; on a cluster before the batch's phases), the
+entity is removed from the alias sets it no longer has and added to the rest (a delete is
+an upsert to no aliases). An entity hash written before aliases existed has no `aliases`
+field and counts as none.
 
-    kg:<ws>:version                   string   index version (INCR once per batch)
-    kg:<ws>:ent:{E(key)}              hash     EntityRecord
-    kg:<ws>:adj:{E(key)}              set      neighbour entity keys (degree = SCARD)
-    kg:<ws>:alias:{E(alias)}          set      keys of the entities whose aliases hold it
-    kg:<ws>:rel:{E(source)}:E(target) hash     RelationRecord (source < target)
-    kg:<ws>:chunk:{E(chunk_id)}       hash     Chunk
-    kg:<ws>:doc:{E(doc_id)}           hash     DocumentRecord + created_at, updated_at
-    kg:<ws>:docstatus:<STATUS>        zset     doc ids with that status (score 0: id order)
-
-List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
-arrays; floats are stored as `repr` so they read back exactly.
-
-The alias index is kept exact the way adjacency is: in the same MULTI/EXEC as the
-records it follows. Adjacency needs no read, since a relation upsert or delete says
-which edge to add or drop; an entity upsert only says its new aliases, so a script
-in the transaction reads the aliases stored in the entity's hash, removes the entity
-from the alias sets it no longer has, and adds it to the rest (a delete is an upsert
-to no aliases). An entity hash written before aliases existed has no `aliases` field
-and counts as none.
-
-Cluster caveat: the hash tags put an entity, its adjacency set and the relations
-it is the source of in one slot, which is what a Redis Cluster needs to spread
-the graph over nodes. But MULTI/EXEC (and the neighbour and alias scripts) may only span
-one slot there, so `apply` and `get_neighbours` as written need a single Redis
-node (standalone or a primary with replicas). On a cluster, batches would have
-to be split into per-slot groups, losing cross-slot atomicity: future work.
+Scripts touch the keys of one slot per call on a cluster: there the neighbour and alias
+scripts (which compute key names of other slots) are replaced by pipelined reads and by
+the per-slot writes.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import redis
 from redis.client import Pipeline
-from redis.typing import EncodableT, FieldT
+from redis.cluster import RedisCluster
 
+from connectors.redis.clients import RedisClient, connect
+from connectors.redis.keys import KeyLayout, Pair
+from connectors.redis.records import (
+    GraphBatch,
+    StoredDocument,
+    aliases_from,
+    check_batch,
+    chunk_fields,
+    chunk_from,
+    document_fields,
+    document_from,
+    dump_list,
+    entity_fields,
+    entity_from,
+    latest_documents,
+    load_list,
+    relation_fields,
+    relation_from,
+    status_moves,
+)
+from connectors.redis.slot_writes import apply_to_cluster
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
-from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
 
-Pair = tuple[str, str]
-# What redis-py's HSET takes (its Mapping is invariant in the key type).
-HashFields = dict[FieldT, EncodableT]
+__all__ = ["GraphBatch", "GraphStore", "KeyLayout", "Pair", "StoredDocument"]
 
-_WORKSPACE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D"})
-_UNESCAPES = {"%25": "%", "%7B": "{", "%7D": "}"}
-_UNESCAPE = re.compile("%25|%7B|%7D")
 _SCAN_BATCH = 500
 
 # For each entity key in ARGV[2..]: its neighbours, each followed by the
 # neighbour's degree. Computing adjacency key names here (same escaping as
-# `_escape`) is what makes "neighbours with degrees" one round trip.
+# `keys.escape`) is what makes "neighbours with degrees" one round trip.
 _NEIGHBOURS_SCRIPT = """
 local prefix = ARGV[1]
 local escapes = {["%"] = "%25", ["{"] = "%7B", ["}"] = "%7D"}
@@ -89,7 +87,7 @@ return out
 # For each (entity key, JSON array of its new alias keys) in ARGV[2..]: move the entity
 # from the alias sets of the aliases stored in its hash to those of the new ones. Run in
 # the transaction before the entity hashes are written or deleted; same escaping as
-# `_escape`.
+# `keys.escape`.
 _ALIASES_SCRIPT = """
 local prefix = ARGV[1]
 local escapes = {["%"] = "%25", ["{"] = "%7B", ["}"] = "%7D"}
@@ -113,291 +111,10 @@ return 0
 """
 
 
-@dataclass(frozen=True)
-class GraphBatch:
-    """Everything one sink step writes, applied atomically by `GraphStore.apply`.
-
-    A key may appear in the upserts or the deletes of its kind, not both.
-    """
-
-    entity_upserts: tuple[EntityRecord, ...] = ()
-    entity_deletes: tuple[str, ...] = ()
-    relation_upserts: tuple[RelationRecord, ...] = ()
-    relation_deletes: tuple[Pair, ...] = ()
-    chunk_upserts: tuple[Chunk, ...] = ()
-    chunk_deletes: tuple[str, ...] = ()
-    document_upserts: tuple[DocumentRecord, ...] = ()
-    document_deletes: tuple[str, ...] = ()
-
-    def is_empty(self) -> bool:
-        return not any(
-            (
-                self.entity_upserts,
-                self.entity_deletes,
-                self.relation_upserts,
-                self.relation_deletes,
-                self.chunk_upserts,
-                self.chunk_deletes,
-                self.document_upserts,
-                self.document_deletes,
-            )
-        )
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """A document's status record plus the times the store keeps for it."""
-
-    record: DocumentRecord
-    created_at: float
-    updated_at: float
-
-
-def _escape(text: str) -> str:
-    return text.translate(_ESCAPES)
-
-
-def _unescape(text: str) -> str:
-    return _UNESCAPE.sub(lambda match: _UNESCAPES[match.group(0)], text)
-
-
-def _dump_list(values: Sequence[str]) -> str:
-    return json.dumps(list(values), ensure_ascii=False)
-
-
-def _load_list(text: str) -> tuple[str, ...]:
-    values = json.loads(text)
-    if not isinstance(values, list):
-        raise ValueError(f"expected a JSON array, found {text[:80]!r}")
-    return tuple(values)  # `_dump_list` wrote strings: JSON reads them back as str
-
-
 DEAD_LETTERS_KEPT = 10_000
 RETRY_REQUESTS_KEPT = 1_000
 """The retry-request stream is trimmed to about this many entries (each asks for every
 failed document, so an indexer that was away for more misses nothing it needs)."""
-
-
-class KeyLayout:
-    """Key names of one workspace (see the module docstring)."""
-
-    def __init__(self, workspace: str) -> None:
-        if not _WORKSPACE.fullmatch(workspace):
-            raise ValueError(
-                f"workspace {workspace!r} must be 1-64 characters of A-Z a-z 0-9 _ . - "
-                "(it is part of every Redis key and SCAN pattern)"
-            )
-        self.workspace = workspace
-        self.prefix = f"kg:{workspace}:"
-        self.version = self.prefix + "version"
-        self.adjacency_prefix = self.prefix + "adj:{"
-        self.alias_prefix = self.prefix + "alias:{"
-
-    def entity(self, key: str) -> str:
-        return f"{self.prefix}ent:{{{_escape(key)}}}"
-
-    def adjacency(self, key: str) -> str:
-        return f"{self.adjacency_prefix}{_escape(key)}}}"
-
-    def alias(self, alias: str) -> str:
-        return f"{self.alias_prefix}{_escape(alias)}}}"
-
-    def alias_of(self, redis_key: str) -> str:
-        """The alias an alias-set key names (the inverse of `alias`)."""
-        return _unescape(redis_key[len(self.alias_prefix) : -1])
-
-    def relation(self, pair: Pair) -> str:
-        return f"{self.prefix}rel:{{{_escape(pair[0])}}}:{_escape(pair[1])}"
-
-    def chunk(self, chunk_id: str) -> str:
-        return f"{self.prefix}chunk:{{{_escape(chunk_id)}}}"
-
-    def document(self, doc_id: str) -> str:
-        return f"{self.prefix}doc:{{{_escape(doc_id)}}}"
-
-    def status(self, status: DocumentStatus) -> str:
-        return f"{self.prefix}docstatus:{status.value}"
-
-    @property
-    def consumer_lag(self) -> str:
-        return f"{self.prefix}consumer_lag"
-
-    @property
-    def dead_letters(self) -> str:
-        return f"{self.prefix}dead_letters"
-
-    @property
-    def retry_requests(self) -> str:
-        return f"{self.prefix}retry_requests"
-
-    @property
-    def source_hold(self) -> str:
-        return f"{self.prefix}source_hold"
-
-    def pattern(self, kind: str) -> str:
-        return f"{self.prefix}{kind}:*"
-
-
-# -- record <-> hash ---------------------------------------------------------
-
-
-def _entity_fields(record: EntityRecord) -> HashFields:
-    return {
-        "key": record.key,
-        "name": record.name,
-        "type": record.type,
-        "description": record.description,
-        "source_chunk_ids": _dump_list(record.source_chunk_ids),
-        "file_paths": _dump_list(record.file_paths),
-        "doc_ids": _dump_list(record.doc_ids),
-        "aliases": _dump_list(record.aliases),
-    }
-
-
-def _entity_from(fields: dict[str, str]) -> EntityRecord:
-    return EntityRecord(
-        key=fields["key"],
-        name=fields["name"],
-        type=fields["type"],
-        description=fields["description"],
-        source_chunk_ids=_load_list(fields["source_chunk_ids"]),
-        file_paths=_load_list(fields["file_paths"]),
-        doc_ids=_load_list(fields["doc_ids"]),
-        aliases=_load_list(fields.get("aliases", "[]")),  # absent: written before aliases
-    )
-
-
-def _relation_fields(record: RelationRecord) -> HashFields:
-    return {
-        "source": record.source,
-        "target": record.target,
-        "source_name": record.source_name,
-        "target_name": record.target_name,
-        "keywords": _dump_list(record.keywords),
-        "description": record.description,
-        "weight": repr(float(record.weight)),
-        "source_chunk_ids": _dump_list(record.source_chunk_ids),
-        "file_paths": _dump_list(record.file_paths),
-        "doc_ids": _dump_list(record.doc_ids),
-    }
-
-
-def _relation_from(fields: dict[str, str]) -> RelationRecord:
-    return RelationRecord(
-        source=fields["source"],
-        target=fields["target"],
-        source_name=fields["source_name"],
-        target_name=fields["target_name"],
-        keywords=_load_list(fields["keywords"]),
-        description=fields["description"],
-        weight=float(fields["weight"]),
-        source_chunk_ids=_load_list(fields["source_chunk_ids"]),
-        file_paths=_load_list(fields["file_paths"]),
-        doc_ids=_load_list(fields["doc_ids"]),
-    )
-
-
-def _chunk_fields(chunk: Chunk) -> HashFields:
-    return {
-        "chunk_id": chunk.chunk_id,
-        "doc_id": chunk.doc_id,
-        "order": str(chunk.order),
-        "text": chunk.text,
-        "tokens": str(chunk.tokens),
-        "file_path": chunk.file_path,
-    }
-
-
-def _chunk_from(fields: dict[str, str]) -> Chunk:
-    return Chunk(
-        chunk_id=fields["chunk_id"],
-        doc_id=fields["doc_id"],
-        order=int(fields["order"]),
-        text=fields["text"],
-        tokens=int(fields["tokens"]),
-        file_path=fields["file_path"],
-    )
-
-
-def _document_fields(record: DocumentRecord, updated_at: str) -> HashFields:
-    return {
-        "doc_id": record.doc_id,
-        "status": record.status.value,
-        "file_path": record.file_path,
-        "content_hash": record.content_hash,
-        "chunk_ids": _dump_list(record.chunk_ids),
-        "preview": record.preview,
-        "length": str(record.length),
-        "reason": record.reason,
-        "failed_chunk_ids": _dump_list(record.failed_chunk_ids),
-        "updated_at": updated_at,
-    }
-
-
-def _document_from(fields: dict[str, str]) -> StoredDocument:
-    record = DocumentRecord(
-        doc_id=fields["doc_id"],
-        status=DocumentStatus(fields["status"]),
-        file_path=fields["file_path"],
-        content_hash=fields["content_hash"],
-        chunk_ids=_load_list(fields["chunk_ids"]),
-        preview=fields["preview"],
-        length=int(fields["length"]),
-        reason=fields["reason"],
-        failed_chunk_ids=_load_list(fields.get("failed_chunk_ids", "[]")),  # older records: none
-    )
-    return StoredDocument(
-        record=record,
-        created_at=float(fields["created_at"]),
-        updated_at=float(fields["updated_at"]),
-    )
-
-
-def _aliases_from(wanted: Sequence[str], members: Sequence[set[str]]) -> dict[str, list[str]]:
-    return {
-        alias: sorted(entities) for alias, entities in zip(wanted, members, strict=True) if entities
-    }
-
-
-# -- batch validation --------------------------------------------------------
-
-
-def _check_no_overlap(kind: str, upserts: Iterable[Any], deletes: Iterable[Any]) -> None:
-    both = set(upserts) & set(deletes)
-    if both:
-        example = min(both)
-        raise ValueError(
-            f"GraphBatch holds {len(both)} {kind} key(s) in both upserts and deletes "
-            f"(e.g. {example!r}); send one final operation per key"
-        )
-
-
-def _check_batch(batch: GraphBatch) -> None:
-    for entity in batch.entity_upserts:
-        if not entity.key:
-            raise ValueError(f"EntityRecord.key must be non-empty; got {entity!r}")
-    for relation in batch.relation_upserts:
-        if relation_pair(relation.source, relation.target) != relation.pair:
-            raise ValueError(
-                f"RelationRecord.source must sort before target; got "
-                f"source={relation.source!r}, target={relation.target!r}"
-            )
-    for kind, ids in (
-        ("chunk", [c.chunk_id for c in batch.chunk_upserts]),
-        ("document", [d.doc_id for d in batch.document_upserts]),
-    ):
-        if any(not i for i in ids):
-            raise ValueError(f"GraphBatch has a {kind} upsert with an empty id")
-    _check_no_overlap("entity", (e.key for e in batch.entity_upserts), batch.entity_deletes)
-    _check_no_overlap(
-        "relation",
-        (r.pair for r in batch.relation_upserts),
-        (relation_pair(*p) for p in batch.relation_deletes),
-    )
-    _check_no_overlap("chunk", (c.chunk_id for c in batch.chunk_upserts), batch.chunk_deletes)
-    _check_no_overlap(
-        "document", (d.doc_id for d in batch.document_upserts), batch.document_deletes
-    )
 
 
 def _delete(pipe: Pipeline, keys: list[str]) -> None:
@@ -405,21 +122,12 @@ def _delete(pipe: Pipeline, keys: list[str]) -> None:
         pipe.delete(*keys)
 
 
-def _adjacency_changes(layout: KeyLayout, pairs: Iterable[Pair]) -> dict[str, list[str]]:
-    """Adjacency set key -> members to add (or remove), one command per set."""
-    changes: dict[str, list[str]] = {}
-    for source, target in pairs:
-        changes.setdefault(layout.adjacency(source), []).append(target)
-        changes.setdefault(layout.adjacency(target), []).append(source)
-    return changes
-
-
 def _update_alias_index(pipe: Pipeline, layout: KeyLayout, batch: GraphBatch) -> None:
     """Queue the alias script for every entity the batch writes or deletes (before the
     entity hashes change, since it reads the aliases stored there)."""
     changes: list[str] = []
     for entity in batch.entity_upserts:
-        changes += [entity.key, _dump_list(entity.aliases)]
+        changes += [entity.key, dump_list(entity.aliases)]
     for key in batch.entity_deletes:
         changes += [key, "[]"]
     if changes:
@@ -430,27 +138,35 @@ class GraphStore:
     """The graph state of one workspace in Redis.
 
     Reads take a batch of keys and cost one round trip each (one pipeline or
-    one script call). The client must decode responses (``decode_responses=True``).
+    one script call); on a Redis Cluster one round trip per node, and two for
+    `get_neighbours` and `get_relations_with_endpoints`. The client (a `redis.Redis`
+    or a `redis.cluster.RedisCluster`) must decode responses (``decode_responses=True``).
     """
 
-    def __init__(self, client: redis.Redis, workspace: str = "default") -> None:
+    def __init__(self, client: RedisClient, workspace: str = "default") -> None:
         if not client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("GraphStore needs a redis client created with decode_responses=True")
         self._client = client
+        self._cluster = client if isinstance(client, RedisCluster) else None
         self.keys = KeyLayout(workspace)
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
-        """A store with its own client (`redis://`, `rediss://` or `unix://` URL)."""
-        return cls(redis.Redis.from_url(url, decode_responses=True), workspace)
+        """A store with its own client: one server (`redis://`, `rediss://`, `unix://`) or a
+        Redis Cluster (`redis+cluster://`, `rediss+cluster://`; `connectors/redis/clients.py`)."""
+        return cls(connect(url), workspace)
 
     @property
     def workspace(self) -> str:
         return self.keys.workspace
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> RedisClient:
         return self._client
+
+    @property
+    def is_cluster(self) -> bool:
+        return self._cluster is not None
 
     def ping(self) -> None:
         """Raise when Redis cannot be reached (the gateway's health check)."""
@@ -468,7 +184,8 @@ class GraphStore:
     # -- writes ---------------------------------------------------------------
 
     def apply(self, batch: GraphBatch, now: float | None = None) -> int:
-        """Apply `batch` and advance the index version in one MULTI/EXEC.
+        """Apply `batch` and advance the index version: in one MULTI/EXEC on one Redis
+        node, in per-slot phases on a cluster (`connectors/redis/slot_writes.py`).
 
         Returns the new version. `now` (seconds since the epoch; default the
         wall clock) becomes documents' `updated_at`, and `created_at` on their
@@ -477,13 +194,15 @@ class GraphStore:
         an entity does not touch its relations: the dataflow deletes those itself
         (edge repair), in the same batch.
         """
-        _check_batch(batch)
+        check_batch(batch)
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
+        if self._cluster is not None:
+            return apply_to_cluster(self._cluster, keys, batch, stamp)
         pipe = self._client.pipeline(transaction=True)
         removed_pairs = [relation_pair(*p) for p in batch.relation_deletes]
         _delete(pipe, [keys.relation(pair) for pair in removed_pairs])
-        for adjacency, members in _adjacency_changes(keys, removed_pairs).items():
+        for adjacency, members in keys.adjacency_changes(removed_pairs).items():
             pipe.srem(adjacency, *members)
         _update_alias_index(pipe, keys, batch)
         _delete(pipe, [keys.entity(key) for key in batch.entity_deletes])
@@ -493,22 +212,20 @@ class GraphStore:
             for status in DocumentStatus:
                 pipe.zrem(keys.status(status), *batch.document_deletes)
         for relation in batch.relation_upserts:
-            pipe.hset(keys.relation(relation.pair), mapping=_relation_fields(relation))
+            pipe.hset(keys.relation(relation.pair), mapping=relation_fields(relation))
         added_pairs = [relation.pair for relation in batch.relation_upserts]
-        for adjacency, members in _adjacency_changes(keys, added_pairs).items():
+        for adjacency, members in keys.adjacency_changes(added_pairs).items():
             pipe.sadd(adjacency, *members)
         for entity in batch.entity_upserts:
-            pipe.hset(keys.entity(entity.key), mapping=_entity_fields(entity))
+            pipe.hset(keys.entity(entity.key), mapping=entity_fields(entity))
         for chunk in batch.chunk_upserts:
-            pipe.hset(keys.chunk(chunk.chunk_id), mapping=_chunk_fields(chunk))
-        documents = {d.doc_id: d for d in batch.document_upserts}  # the last one wins
+            pipe.hset(keys.chunk(chunk.chunk_id), mapping=chunk_fields(chunk))
+        documents = latest_documents(batch)
         for document in documents.values():
             doc_key = keys.document(document.doc_id)
-            pipe.hset(doc_key, mapping=_document_fields(document, stamp))
+            pipe.hset(doc_key, mapping=document_fields(document, stamp))
             pipe.hsetnx(doc_key, "created_at", stamp)
-        for status in DocumentStatus if documents else ():
-            now_in = [d.doc_id for d in documents.values() if d.status is status]
-            elsewhere = [d.doc_id for d in documents.values() if d.status is not status]
+        for status, now_in, elsewhere in status_moves(documents.values()):
             if elsewhere:
                 pipe.zrem(keys.status(status), *elsewhere)
             if now_in:
@@ -535,7 +252,18 @@ class GraphStore:
     def get_entities(self, keys: Iterable[str]) -> dict[str, EntityRecord]:
         wanted = list(dict.fromkeys(keys))
         rows = self._hgetall_many([self.keys.entity(k) for k in wanted])
-        return {k: _entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
+        return {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
+
+    def get_entities_and_degrees(
+        self, keys: Iterable[str]
+    ) -> tuple[dict[str, EntityRecord], dict[str, int]]:
+        """What `get_entities` and `node_degrees` return for `keys`, in one round trip
+        (an entity and its adjacency share a slot, so also one per node on a cluster)."""
+        wanted = list(dict.fromkeys(keys))
+        entities, counts = self._entities_and(
+            wanted, lambda pipe, key: pipe.scard(self.keys.adjacency(key))
+        )
+        return entities, {k: int(n) for k, n in zip(wanted, counts, strict=True)}
 
     def chunk_ids_of_few(self, keys: Iterable[str], at_most: int) -> dict[str, tuple[str, ...]]:
         """The source chunk ids of those entities that cite at most `at_most` chunks
@@ -548,7 +276,7 @@ class GraphStore:
             pipe.hget(self.keys.entity(key), "source_chunk_ids")
         found = pipe.execute() if wanted else []
         return {
-            key: _load_list(text)
+            key: load_list(text)
             for key, text in zip(wanted, found, strict=True)
             if text is not None and text.count(",") < at_most
         }
@@ -557,31 +285,52 @@ class GraphStore:
         """Relations by pair, in either order; the result is keyed by the sorted pair."""
         wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         rows = self._hgetall_many([self.keys.relation(p) for p in wanted])
-        return {p: _relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}
+        return {p: relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}
 
     def get_relations_with_endpoints(
         self, pairs: Iterable[Pair]
     ) -> tuple[dict[Pair, RelationRecord], dict[str, EntityRecord]]:
-        """Relations by pair plus the entities at their ends, in one round trip.
+        """Relations by pair plus the entities at their ends, in one round trip (two on a
+        cluster).
 
         What `global` mode needs after a relation vector search. Relations are
-        read before entities in the pipeline, so with batches applied atomically
-        every relation returned has both endpoints in the result.
+        read before entities, so with entities written before the relations that
+        point at them every relation returned has both endpoints in the result. One
+        node runs a pipeline's reads in order; a cluster pipeline reads every node at
+        once, so there the entities are read in a second round trip.
         """
+        relations, entities, _ = self.get_relations_ends_and_degrees(pairs)
+        return relations, entities
+
+    def get_relations_ends_and_degrees(
+        self, pairs: Iterable[Pair]
+    ) -> tuple[dict[Pair, RelationRecord], dict[str, EntityRecord], dict[str, int]]:
+        """What `get_relations_with_endpoints` returns, plus the `node_degrees` of every
+        end, in the same round trips (the degrees are read with the entities)."""
         wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
-        rows = self._hgetall_many(
-            [self.keys.relation(p) for p in wanted] + [self.keys.entity(k) for k in ends]
-        )
+        if not wanted:
+            return {}, {}, {}
+        pipe = self._client.pipeline(transaction=False)
+        for pair in wanted:
+            pipe.hgetall(self.keys.relation(pair))
+        if self._cluster is not None:
+            # A cluster pipeline reads every node at once: the entities must come after.
+            relation_rows = pipe.execute()
+            pipe = self._client.pipeline(transaction=False)
+        for key in ends:
+            pipe.hgetall(self.keys.entity(key))
+        for key in ends:
+            pipe.scard(self.keys.adjacency(key))
+        replies = pipe.execute()
+        if self._cluster is None:
+            relation_rows, replies = replies[: len(wanted)], replies[len(wanted) :]
+        entity_rows, counts = replies[: len(ends)], replies[len(ends) :]
         relations = {
-            p: _relation_from(row)
-            for p, row in zip(wanted, rows[: len(wanted)], strict=True)
-            if row
+            p: relation_from(row) for p, row in zip(wanted, relation_rows, strict=True) if row
         }
-        entities = {
-            k: _entity_from(row) for k, row in zip(ends, rows[len(wanted) :], strict=True) if row
-        }
-        return relations, entities
+        entities = {k: entity_from(row) for k, row in zip(ends, entity_rows, strict=True) if row}
+        return relations, entities, {k: int(n) for k, n in zip(ends, counts, strict=True)}
 
     def entities_by_alias(self, keys: Iterable[str]) -> dict[str, list[str]]:
         """The keys that are aliases, each with the (sorted) keys of the entities
@@ -590,7 +339,7 @@ class GraphStore:
         pipe = self._client.pipeline(transaction=False)
         for key in wanted:
             pipe.smembers(self.keys.alias(key))
-        return _aliases_from(wanted, pipe.execute() if wanted else [])
+        return aliases_from(wanted, pipe.execute() if wanted else [])
 
     def lookup_names(
         self, keys: Iterable[str]
@@ -598,17 +347,10 @@ class GraphStore:
         """Each key both as an entity key and as an alias, in one round trip: what
         `get_entities` and `entities_by_alias` return for them."""
         wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}, {}
-        pipe = self._client.pipeline(transaction=False)
-        for key in wanted:
-            pipe.hgetall(self.keys.entity(key))
-        for key in wanted:
-            pipe.smembers(self.keys.alias(key))
-        replies = pipe.execute()
-        rows, members = replies[: len(wanted)], replies[len(wanted) :]
-        entities = {k: _entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
-        return entities, _aliases_from(wanted, members)
+        entities, members = self._entities_and(
+            wanted, lambda pipe, key: pipe.smembers(self.keys.alias(key))
+        )
+        return entities, aliases_from(wanted, members)
 
     def node_degrees(self, keys: Iterable[str]) -> dict[str, int]:
         """Number of relations touching each key (0 for unknown keys)."""
@@ -622,13 +364,9 @@ class GraphStore:
     def edges_of(self, keys: Iterable[str]) -> dict[str, list[Pair]]:
         """The (sorted) pairs of every relation touching each key, in pair order."""
         wanted = list(dict.fromkeys(keys))
-        pipe = self._client.pipeline(transaction=False)
-        for key in wanted:
-            pipe.smembers(self.keys.adjacency(key))
-        members = pipe.execute() if wanted else []
         return {
             key: sorted(relation_pair(key, other) for other in others)
-            for key, others in zip(wanted, members, strict=True)
+            for key, others in zip(wanted, self._adjacency_of(wanted), strict=True)
         }
 
     def edge_degrees(self, pairs: Iterable[Pair]) -> dict[Pair, int]:
@@ -647,6 +385,8 @@ class GraphStore:
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
+        if self._cluster is not None:
+            return self._neighbours_on_cluster(wanted)
         rows = self._client.eval(_NEIGHBOURS_SCRIPT, 0, self.keys.adjacency_prefix, *wanted)
         result: dict[str, list[tuple[str, int]]] = {}
         for key, row in zip(wanted, rows, strict=True):
@@ -654,15 +394,23 @@ class GraphStore:
             result[key] = sorted(pairs)
         return result
 
+    def _neighbours_on_cluster(self, wanted: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """`get_neighbours` in two pipelined reads: a script may not read the adjacency
+        sets of other slots on a cluster."""
+        adjacency = dict(zip(wanted, self._adjacency_of(wanted), strict=True))
+        others = list(dict.fromkeys(n for members in adjacency.values() for n in members))
+        degrees = self.node_degrees(others)
+        return {key: sorted((n, degrees[n]) for n in members) for key, members in adjacency.items()}
+
     def get_chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
         wanted = list(dict.fromkeys(chunk_ids))
         rows = self._hgetall_many([self.keys.chunk(c) for c in wanted])
-        return {c: _chunk_from(row) for c, row in zip(wanted, rows, strict=True) if row}
+        return {c: chunk_from(row) for c, row in zip(wanted, rows, strict=True) if row}
 
     def get_documents(self, doc_ids: Iterable[str]) -> dict[str, StoredDocument]:
         wanted = list(dict.fromkeys(doc_ids))
         rows = self._hgetall_many([self.keys.document(d) for d in wanted])
-        return {d: _document_from(row) for d, row in zip(wanted, rows, strict=True) if row}
+        return {d: document_from(row) for d, row in zip(wanted, rows, strict=True) if row}
 
     def documents_by_status(
         self, status: DocumentStatus, offset: int = 0, limit: int = 100
@@ -809,10 +557,10 @@ class GraphStore:
         }
 
     def iter_entities(self) -> Iterator[EntityRecord]:
-        return (_entity_from(row) for row in self._scan_hashes("ent"))
+        return (entity_from(row) for row in self._scan_hashes("ent"))
 
     def iter_relations(self) -> Iterator[RelationRecord]:
-        return (_relation_from(row) for row in self._scan_hashes("rel"))
+        return (relation_from(row) for row in self._scan_hashes("rel"))
 
     def iter_aliases(self) -> Iterator[tuple[str, tuple[str, ...]]]:
         """Every alias with the sorted keys of the entities carrying it, in no set order."""
@@ -825,12 +573,31 @@ class GraphStore:
                     yield self.keys.alias_of(key), tuple(sorted(members))
 
     def iter_chunks(self) -> Iterator[Chunk]:
-        return (_chunk_from(row) for row in self._scan_hashes("chunk"))
+        return (chunk_from(row) for row in self._scan_hashes("chunk"))
 
     def iter_documents(self) -> Iterator[StoredDocument]:
-        return (_document_from(row) for row in self._scan_hashes("doc"))
+        return (document_from(row) for row in self._scan_hashes("doc"))
 
     # -- helpers -------------------------------------------------------------
+
+    def _entities_and(
+        self,
+        wanted: Sequence[str],
+        command: Callable[[Pipeline, str], object],
+    ) -> tuple[dict[str, EntityRecord], list[Any]]:
+        """The entities of `wanted` and, in the same round trip, the replies of `command`
+        (queued on the pipeline for each entity key), in key order."""
+        if not wanted:
+            return {}, []
+        pipe = self._client.pipeline(transaction=False)
+        for key in wanted:
+            pipe.hgetall(self.keys.entity(key))
+        for key in wanted:
+            command(pipe, key)
+        replies = pipe.execute()
+        rows = replies[: len(wanted)]
+        entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
+        return entities, list(replies[len(wanted) :])
 
     def _hgetall_many(self, keys: Sequence[str]) -> list[dict[str, str]]:
         if not keys:
@@ -838,6 +605,15 @@ class GraphStore:
         pipe = self._client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(key)
+        return list(pipe.execute())
+
+    def _adjacency_of(self, keys: Sequence[str]) -> list[set[str]]:
+        """The adjacency set of each entity key, in one pipeline."""
+        if not keys:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.smembers(self.keys.adjacency(key))
         return list(pipe.execute())
 
     def _scan_hashes(self, kind: str) -> Iterator[dict[str, str]]:

@@ -20,6 +20,7 @@ from connectors.vectors.base import (
     dense_vector,
     workspace_collection_prefix,
 )
+from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.lexical import SparseVector
 
 
@@ -37,11 +38,14 @@ class QdrantClientVectorStore(BaseVectorStore):
         options: VectorStoreOptions | None = None,
         *,
         create_payload_indexes: bool = True,
+        cluster: QdrantClusterOptions | None = None,
     ):
         super().__init__(workspace, options)
         self.client = client
         # Local mode ignores payload indexes (and warns); a server needs them for filters.
         self._create_payload_indexes = create_payload_indexes
+        # Local mode takes these and ignores them: one process has one shard.
+        self.cluster = cluster or QdrantClusterOptions()
 
     @classmethod
     def from_url(
@@ -52,9 +56,11 @@ class QdrantClientVectorStore(BaseVectorStore):
         *,
         api_key: str | None = None,
         timeout: int | None = None,
+        cluster: QdrantClusterOptions | None = None,
     ) -> QdrantClientVectorStore:
-        """A Qdrant server (``http://host:6333``)."""
-        return cls(QdrantClient(url=url, api_key=api_key, timeout=timeout), workspace, options)
+        """A Qdrant server or cluster (``http://host:6333``)."""
+        client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
+        return cls(client, workspace, options, cluster=cluster)
 
     @classmethod
     def from_path(
@@ -91,6 +97,9 @@ class QdrantClientVectorStore(BaseVectorStore):
             ),
             sparse_vectors_config={LEXICAL_VECTOR: models.SparseVectorParams()},
             metadata=record.to_metadata(),
+            shard_number=self.cluster.shard_number,
+            replication_factor=self.cluster.replication_factor,
+            write_consistency_factor=self.cluster.write_consistency_factor,
         )
         if self._create_payload_indexes:
             for field in index_fields:

@@ -9,14 +9,16 @@ import threading
 import pytest
 import redis
 from qdrant_client.http.exceptions import UnexpectedResponse
+from redis.cluster import RedisCluster
 
 from connectors.errors import OutageWait, StoppedDuringOutage, StoreUnavailable, store_outages
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.graph_store import GraphBatch, GraphStore
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, open_stores
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from tests.connectors.redis.test_graph_store import entity
 from tests.kgstream.processes import wait_until
-from tests.support.redis import RedisTestServer
+from tests.support.redis import RedisTestCluster, RedisTestServer
 
 FAST = Backoff(0.01, 0.05)
 
@@ -106,3 +108,37 @@ def test_a_killed_embedded_redis_is_restarted_with_what_it_had(tmp_path):
         assert embedded.is_running()
     finally:
         stores.close()
+
+
+def test_a_batch_waits_while_a_redis_cluster_node_is_down_and_is_written_once_it_is_back():
+    """A cluster with a primary gone answers CLUSTERDOWN on its other nodes too (once they
+    call it failed) and refuses connections on its own: both are outages, waited out."""
+    cluster = RedisTestCluster(node_timeout_ms=500, persistent=True).start()
+    graph = GraphStore.from_url(cluster.url, "outage")
+    try:
+        graph.apply(GraphBatch(entity_upserts=(entity("a"), entity("b"), entity("c"))))
+        assert isinstance(graph.client, RedisCluster)
+        holder = graph.client.get_node_from_key(graph.keys.version).port
+        down = next(node for node in cluster.nodes if node.port != holder)
+        port = down.port
+        down.stop(keep_data=True)
+        cluster.wait_for_state("fail", [node for node in cluster.nodes if node is not down])
+        with pytest.raises(StoreUnavailable, match="The cluster is down"), store_outages():
+            graph.version()  # a live node: CLUSTERDOWN
+
+        wait = OutageWait(FAST)
+        versions: list[int] = []
+        batch = GraphBatch(entity_upserts=(entity("d"),), entity_deletes=("a",))
+        caller = threading.Thread(
+            target=lambda: versions.append(wait.call(lambda: graph.apply(batch)))
+        )
+        caller.start()
+        wait_until(lambda: wait.outage is not None, 10, "the outage to be seen")
+        down.start(port)
+        caller.join(timeout=60)
+        assert versions == [2]
+        cluster.wait_for_state("ok", cluster.nodes)  # each node calls it back on its own
+        assert set(graph.get_entities(["a", "b", "c", "d"])) == {"b", "c", "d"}
+    finally:
+        graph.close()
+        cluster.stop()

