@@ -144,11 +144,19 @@ class CommitBatch:
     relation_vector_deletes: tuple[RelationPair, ...] = ()
     chunk_vectors: tuple[tuple[Chunk, Vector], ...] = ()
     chunk_vector_deletes: tuple[str, ...] = ()
+    # Documents whose records this write changes while another worker owns their status:
+    # any of them stored as PROCESSED reads as PROCESSING from this write on (first, on a
+    # cluster), until its own commit completes it again.
+    withdrawn_documents: tuple[str, ...] = ()
     completed: tuple[CompletedDocument, ...] = ()
 
     def is_empty(self) -> bool:
         """True when nothing is written (the batch may still complete documents)."""
-        return not any(getattr(self, f.name) for f in fields(self) if f.name != "completed")
+        return not any(
+            getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("completed", "withdrawn_documents")
+        )
 
     def size(self) -> Counter[str]:
         """Records written, upserts and deletes, by kind (entity, relation, chunk, document)."""
@@ -171,10 +179,18 @@ def merge_batches(batches: Sequence[CommitBatch]) -> CommitBatch:
 
 
 def records_batch(rendered: Iterable[EntityRendered | RelationRendered]) -> CommitBatch:
-    """The renders a worker has, as one write: the last render of each key wins."""
+    """The renders a worker has, as one write: the last render of each key wins.
+
+    The documents whose deltas the renders fold are withdrawn from PROCESSED in the same
+    write: their status is written by the workers that own them, after this write is
+    acknowledged, so without it a document PROCESSED at its previous version would read
+    as PROCESSED while the records of that version change (an entity only it cited gone).
+    """
     entities: dict[str, EntityRendered] = {}
     relations: dict[RelationPair, RelationRendered] = {}
+    withdrawn: dict[str, None] = {}
     for item in rendered:
+        withdrawn.update(dict.fromkeys(ack.ticket.doc_id for ack in item.acks))
         if isinstance(item, EntityRendered):
             entities[item.key] = item
         else:
@@ -192,6 +208,7 @@ def records_batch(rendered: Iterable[EntityRendered | RelationRendered]) -> Comm
         entity_vector_deletes=entity_vector_deletes,
         relation_vectors=relation_vectors,
         relation_vector_deletes=relation_vector_deletes,
+        withdrawn_documents=tuple(withdrawn),
     )
 
 
@@ -378,15 +395,20 @@ class DocumentCommit:
             self.chunk_vectors[chunk.chunk_id] = (chunk, settled.vector)
 
     def _check(self) -> None:
-        """Complete the current version once drained; forget every drained version."""
-        current = self.current
-        if current is not None and not self.current_done:
+        """Forget every drained version but an uncompleted current one; complete the current
+        version once it is the only one left, that is, once every message of every version
+        has arrived. Waiting for the superseded versions too keeps a withdrawal (see
+        `records_batch`) from ever landing after the completion it would undo: the write
+        that withdraws is acknowledged before its version drains."""
+        current = None if self.current_done else self.current
+        for token in [t for t, v in self.versions.items() if v.drained()]:
+            if current is None or token != current.token:
+                del self.versions[token]
+        if current is not None and list(self.versions) == [current.token]:
             version = self.versions[current.token]
             if version.drained():
                 self._complete(version)
-        for token in [t for t, v in self.versions.items() if v.drained()]:
-            if current is None or token != current.token or self.current_done:
-                del self.versions[token]
+                del self.versions[current.token]
 
     def _complete(self, version: _Version) -> None:
         pending = version.pending

@@ -75,18 +75,21 @@ def test_a_document_completes_only_with_the_acknowledgement_of_its_last_delta():
     assert commit.idle()
 
 
-def test_a_superseded_version_is_kept_until_its_late_messages_arrive_and_never_completes():
+def test_a_superseded_version_never_completes_and_the_current_one_waits_for_it_to_drain():
+    """v2 is drained first, but v1's renders are still to be written (and they withdraw
+    the document from PROCESSED when they are): v2 completes only after them."""
     commit = DocumentCommit()
     commit.add(pending("v1", [OLD], awaiting=("chunk-old",)))
     commit.add(pending("v2", [NEW], removed=("chunk-old",), awaiting=("chunk-old", "chunk-new")))
     commit.add(settled("v2", OLD))
     commit.add(settled("v2", NEW, deltas=1))
     commit.add(ack("v2", NEW, 1))
-    assert [d.ticket.token for d in commit.flush().completed] == ["v2"]
-    assert not commit.idle()  # v1's settle and acknowledgements are still to come
-    commit.add(settled("v1", OLD, deltas=2))
-    commit.add(ack("v1", OLD, 2))
     assert commit.flush().completed == ()
+    commit.add(settled("v1", OLD, deltas=2))
+    commit.add(ack("v1", OLD, 1))
+    assert commit.flush().completed == ()  # one of v1's two deltas is still unwritten
+    commit.add(ack("v1", OLD, 1))
+    assert [d.ticket.token for d in commit.flush().completed] == ["v2"]
     assert commit.idle()
 
 
@@ -112,6 +115,7 @@ def test_renders_are_written_last_one_per_key_and_acknowledged_once_per_chunk():
     batch = records_batch(rendered)
     assert batch.entity_upserts == (newer,) and batch.entity_deletes == ("bob",)
     assert batch.entity_vectors == ((newer, (2.0,)),) and batch.entity_vector_deletes == ("bob",)
+    assert batch.withdrawn_documents == ("a.md",)  # the document whose deltas they fold
     assert {a.chunk_id: a.count for a in written_acks(rendered)} == {
         "chunk-old": 3,
         "chunk-new": 2,

@@ -14,6 +14,8 @@ document flushes, and the invariants must hold for every such schedule:
   in the stores already;
 - each document version completes at most once, and each document's last
   version exactly once;
+- between any two writes, a document stored as PROCESSED has nothing of a later
+  version of it stored yet (the write of a later version's renders withdraws it);
 - once everything is delivered, the stores equal the reference index, and no
   document keeps any commit state (it is bounded by the work in flight);
 - a recovery snapshot of a document's state, taken at any point, goes on
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 import pickle
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -50,7 +53,13 @@ from dataflow.core.contributions import (
     Renderer,
     RenderOptions,
 )
-from dataflow.core.documents import DocumentDelete, DocumentLimits, DocumentRecord, DocumentUpsert
+from dataflow.core.documents import (
+    DocumentDelete,
+    DocumentLimits,
+    DocumentRecord,
+    DocumentStatus,
+    DocumentUpsert,
+)
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.messages import (
     Ack,
@@ -117,6 +126,10 @@ class Stores:
         _update(self.entities, {r.key: r for r in batch.entity_upserts}, batch.entity_deletes)
         _update(self.relations, {r.pair: r for r in batch.relation_upserts}, batch.relation_deletes)
         _update(self.chunks, {c.chunk_id: c for c in batch.chunk_upserts}, batch.chunk_deletes)
+        for doc_id in batch.withdrawn_documents:
+            stored = self.documents.get(doc_id)
+            if stored is not None and stored.status is DocumentStatus.PROCESSED:
+                self.documents[doc_id] = replace(stored, status=DocumentStatus.PROCESSING)
         documents = {d.doc_id: d for d in batch.document_upserts}
         _update(self.documents, documents, batch.document_deletes)
         self.entity_vectors -= set(batch.entity_vector_deletes)
@@ -152,6 +165,8 @@ class Pipeline:
     )
     commits: dict[str, DocumentCommit] = field(default_factory=dict)  # by doc id, while kept
     deltas_of: dict[Ticket, set[int]] = field(default_factory=dict)
+    tickets_of: dict[str, list[Ticket]] = field(default_factory=dict)  # in event order
+    processed_at: dict[str, Ticket] = field(default_factory=dict)  # the version last completed
     last_ticket: dict[str, Ticket] = field(default_factory=dict)
     completions: list[Ticket] = field(default_factory=list)
     stores: Stores = field(default_factory=Stores)
@@ -174,6 +189,7 @@ class Pipeline:
             for message in document_messages(event, outcome):
                 if isinstance(message, DocumentPending):
                     self.last_ticket[doc_id] = message.ticket
+                    self.tickets_of.setdefault(doc_id, []).append(message.ticket)
                     self.deltas_of.setdefault(message.ticket, set())
                     self.send(("doc", doc_id), ("commit", doc_id), message)
                 else:
@@ -206,6 +222,8 @@ class Pipeline:
                 missing = self.deltas_of[completed.ticket] - self.stores.applied
                 assert not missing, f"{completed.ticket} completed before {missing} were stored"
                 self.completions.append(completed.ticket)
+                self.processed_at[doc_id] = completed.ticket
+            self.check_reader_view()
         if state.idle():
             del self.commits[doc_id]
 
@@ -216,8 +234,21 @@ class Pipeline:
             return
         rendered = [item for item, _ in held]
         self.stores.write(records_batch(rendered), frozenset().union(*(ids for _, ids in held)))
+        self.check_reader_view()
         for ack in written_acks(rendered):
             self.send(("write", worker), ("commit", ack.ticket.doc_id), ack)
+
+    def check_reader_view(self) -> None:
+        """What a reader may see between writes: a document stored as PROCESSED has the
+        effect of the version that completed it and nothing of a later version of it (its
+        records, written by other workers, may not have moved on without it)."""
+        for doc_id, record in self.stores.documents.items():
+            if record.status is not DocumentStatus.PROCESSED:
+                continue
+            tickets = self.tickets_of[doc_id]
+            later = tickets[tickets.index(self.processed_at[doc_id]) + 1 :]
+            moved = set().union(*(self.deltas_of[t] for t in later)) & self.stores.applied
+            assert not moved, f"{doc_id} reads as PROCESSED with {moved} of a later version stored"
 
     def _chunk(self, receiver: object, task: ChunkTask) -> None:
         """Extraction then the chunk step (keyed by chunk id)."""
@@ -314,3 +345,35 @@ def test_documents_complete_once_and_only_when_their_effects_are_stored(changes,
     assert stores.entity_vectors == set(expected.entities)
     assert stores.relation_vectors == set(expected.relations)
     assert stores.chunk_vectors == set(expected.chunks)
+
+
+def deliver_all_but(pipeline: Pipeline, held: Callable[[tuple, object], bool]) -> None:
+    """Deliver and write until nothing is left but messages `held(channel, message)`."""
+    while True:
+        ready = [c for c in pipeline.ready() if not held(c, pipeline.channels[c][0][0])]
+        if ready:
+            pipeline.deliver(ready[0])
+        elif pipeline.unwritten:
+            pipeline.write(min(pipeline.unwritten))
+        else:
+            return
+
+
+def test_an_edit_withdraws_a_processed_document_before_its_records_change():
+    """The edit's renders are written (on the workers that own the entities) before any of
+    its messages reach the document's commit; the document, PROCESSED at its first version,
+    must not read so while they change its records (check_reader_view runs at each write)."""
+    first = DocumentUpsert("a.md", "\n\n".join(SENTENCES[:2]), "a.md")
+    edit = DocumentUpsert("a.md", SENTENCES[2], "a.md")
+    pipeline = Pipeline()
+    pipeline.ingest([SourceEvent(first, "test:0", 0.0), SourceEvent(edit, "test:1", 1.0)])
+    v1, v2 = pipeline.tickets_of["a.md"]
+    deliver_all_but(pipeline, lambda channel, message: message.ticket == v2)
+    assert pipeline.completions == [v1]
+    assert pipeline.stores.documents["a.md"].status is DocumentStatus.PROCESSED
+    deliver_all_but(pipeline, lambda channel, message: channel[1] == ("commit", "a.md"))
+    assert "northwind labs" not in pipeline.stores.entities  # the edit's renders are written
+    assert pipeline.stores.documents["a.md"].status is DocumentStatus.PROCESSING
+    deliver_all_but(pipeline, lambda channel, message: False)
+    assert pipeline.completions == [v1, v2] and not pipeline.commits
+    assert pipeline.stores.documents["a.md"].status is DocumentStatus.PROCESSED
