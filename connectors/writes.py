@@ -38,6 +38,7 @@ def store_write(batch: CommitBatch) -> StoreWrite:
         chunk_deletes=batch.chunk_deletes,
         document_upserts=batch.document_upserts,
         document_deletes=batch.document_deletes,
+        withdrawn_documents=batch.withdrawn_documents,
     )
     upserts = (
         *(entity_point(record, vector) for record, vector in batch.entity_vectors),

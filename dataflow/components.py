@@ -8,6 +8,7 @@ assembled by hand in tests.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,6 +40,12 @@ class IndexObserver(Protocol):
     def embedding_call(self, texts: int) -> None: ...
 
     def committed(self, batch: CommitBatch) -> None: ...
+
+    def wrote(self, worker: int, batch: CommitBatch, seconds: float) -> None:
+        """Worker `worker` wrote `batch` to the stores in `seconds` (wall time)."""
+
+    def commit_cpu(self, worker: int, seconds: float) -> None:
+        """Worker `worker` spent `seconds` of CPU in the commit protocol's bookkeeping."""
 
     def store_outage(self, reason: str | None) -> None: ...
 
@@ -91,9 +98,13 @@ class Components:
             return self.renderer.entity(state.key, state.fragments or {})
         return self.renderer.relation(state.pair, state.fragments or {})
 
-    def write(self, batch: CommitBatch) -> None:
+    def write(self, batch: CommitBatch, worker: int = 0) -> None:
+        """Write `batch` (waiting out store outages) for Bytewax worker `worker`."""
+        began = time.perf_counter()
         if not batch.is_empty():
             self.outages.call(lambda: self.stores.write(batch))
+        if self.observer is not None:
+            self.observer.wrote(worker, batch, time.perf_counter() - began)
         for completed in batch.completed:
             record = completed.record
             if record is not None and record.status is DocumentStatus.FAILED:
@@ -107,6 +118,10 @@ class Components:
             self.on_commit(batch)
         if self.observer is not None:
             self.observer.committed(batch)
+
+    def commit_cpu(self, worker: int, seconds: float) -> None:
+        if self.observer is not None:
+            self.observer.commit_cpu(worker, seconds)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -11,17 +11,23 @@ dataflow/core/commit.py on top so the stores know when a document is whole.
                                                                    └─ TaggedDelta      │
                        ┌───────────────────────────────────────────────┘               │
                        ├─ key entity ─ entity ─┐                                       │
-                       └─ key pair ─ relation ─┴─ render (batch: summaries + embed) ───┤
+                       └─ key pair ─ relation ─┴─ render (batch: summaries + embed)    │
+                                                   ─ write records (batch) ─ Ack ──────┤
                                                                                         │
-                                           key "commit" ─ commit ─ stores sink ◄───────┘
+                                      key doc_id ─ document commit ─ stores sink ◄─────┘
 
 Keyed steps hold exactly the state ARCHITECTURE.md names; Bytewax routes a key to
-one worker, so merges never race. LLM and embedding calls run concurrently inside
-the two batch steps (Bytewax has no async operators).
+one worker, so merges never race. Writes are partitioned the same way: each worker
+writes the entities and relations it owns, then acknowledges them to the worker that
+owns their documents, which writes the documents' chunks and statuses. LLM and
+embedding calls run concurrently inside the two batch steps (Bytewax has no async
+operators).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,11 +44,14 @@ from dataflow.components import Components
 from dataflow.core.commit import (
     AckCounts,
     CommitBatch,
-    CommitBuffer,
+    DocumentCommit,
     chunk_messages,
     count_deltas,
     document_messages,
+    merge_batches,
+    records_batch,
     release_acks,
+    written_acks,
 )
 from dataflow.core.contributions import (
     ChunkContributions,
@@ -59,7 +68,7 @@ from dataflow.core.messages import (
     ChunkOutcome,
     ChunkSettled,
     ChunkTask,
-    CommitInput,
+    DocumentCommitInput,
     DocumentPending,
     EntityFragmentsChanged,
     EntityRendered,
@@ -142,11 +151,16 @@ def build_flow(
     )
     changed: Stream[FragmentsChanged] = op.merge("states", entities, relations)
     rendered: Stream[Rendered] = op.flat_map_batch("render", changed, _render_step(components))
-    to_commit: Stream[CommitInput] = op.merge("to_commit", pending, settled, rendered)
-    keyed: KeyedStream[CommitInput] = op.key_on("key_commit", to_commit, _commit_key)
+    written: Stream[Ack] = op.flat_map_batch(
+        "write_records", rendered, _write_records_step(components)
+    )
+    to_commit: Stream[DocumentCommitInput] = op.merge("to_commit", pending, settled, written)
+    keyed: KeyedStream[DocumentCommitInput] = op.key_on("key_commit", to_commit, _ticket_doc_id)
     batches: Stream[CommitBatch] = op.key_rm(
         "unkey_commit",
-        op.stateful_batch("commit", keyed, _CommitLogic),
+        op.stateful_batch(
+            "document_commit", keyed, lambda resume: _CommitLogic(resume, components)
+        ),
     )
     op.output("stores", batches, StoreSink(components))
     return flow
@@ -160,8 +174,8 @@ def _chunk_id(outcome: ChunkOutcome) -> str:
     return outcome.chunk_id
 
 
-def _commit_key(_: CommitInput) -> str:
-    return "commit"
+def _ticket_doc_id(item: DocumentCommitInput) -> str:
+    return item.ticket.doc_id
 
 
 def _is_pending(item: DocumentPending | ChunkTask) -> TypeGuard[DocumentPending]:
@@ -385,38 +399,70 @@ def _render_step(
     return step
 
 
-# -- commit step and sink -----------------------------------------------------
+# -- writes and the document commit -------------------------------------------
+
+# The Bytewax worker each thread runs, by thread id (set by the sink's build). Not a
+# threading.local: Bytewax's Rust threads drop their Python thread state, and with it
+# thread-local data, each time they release the GIL.
+_WORKERS: dict[int, int] = {}
 
 
-class _CommitLogic(StatefulBatchLogic[CommitInput, CommitBatch, CommitBuffer]):
-    """One key ("commit"): releases a batch per activation, so batches grow with load."""
+def worker_index() -> int:
+    """The index of the Bytewax worker calling, for per-worker metrics. Bytewax runs each
+    worker on a thread of its own and builds the sink partition there first."""
+    return _WORKERS.get(threading.get_ident(), 0)
 
-    def __init__(self, resume: CommitBuffer | None) -> None:
-        self.buffer = resume or CommitBuffer()
 
-    def on_batch(self, values: list[CommitInput]) -> tuple[Iterable[CommitBatch], bool]:
+def _write_records_step(components: Components) -> Callable[[list[Rendered]], list[Ack]]:
+    """Writes the renders this worker has (the keys it owns), then passes on their
+    acknowledgements: a document learns its deltas are applied only once they are stored."""
+
+    def step(rendered: list[Rendered]) -> list[Ack]:
+        began = time.thread_time()
+        batch, acks = records_batch(rendered), written_acks(rendered)
+        components.commit_cpu(worker_index(), time.thread_time() - began)
+        components.write(batch, worker_index())
+        return acks
+
+    return step
+
+
+class _CommitLogic(StatefulBatchLogic[DocumentCommitInput, CommitBatch, DocumentCommit]):
+    """One document (keyed by doc id): writes its chunks and status, and completes it when
+    its last acknowledgement arrives; the state goes once nothing of it is in flight."""
+
+    def __init__(self, resume: DocumentCommit | None, components: Components) -> None:
+        self.commit = resume or DocumentCommit()
+        self.components = components
+
+    def on_batch(self, values: list[DocumentCommitInput]) -> tuple[Iterable[CommitBatch], bool]:
+        began = time.thread_time()
         for value in values:
-            self.buffer.add(value)
-        if not self.buffer.has_writes():
-            return [], StatefulBatchLogic.RETAIN
-        return [self.buffer.flush()], StatefulBatchLogic.RETAIN
+            self.commit.add(value)
+        out = [self.commit.flush()] if self.commit.has_writes() else []
+        self.components.commit_cpu(worker_index(), time.thread_time() - began)
+        return out, self.commit.idle()
 
-    def snapshot(self) -> CommitBuffer:
-        return self.buffer.snapshot()
+    def snapshot(self) -> DocumentCommit:
+        return self.commit.snapshot()
 
 
 class StoreSink(DynamicSink[CommitBatch]):
+    """The documents' writes of each worker, merged into one write per activation."""
+
     def __init__(self, components: Components) -> None:
         self._components = components
 
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _StorePartition:
-        return _StorePartition(self._components)
+        _WORKERS[threading.get_ident()] = worker_index
+        return _StorePartition(self._components, worker_index)
 
 
 class _StorePartition(StatelessSinkPartition[CommitBatch]):
-    def __init__(self, components: Components) -> None:
+    def __init__(self, components: Components, worker: int) -> None:
         self._components = components
+        self._worker = worker
 
     def write_batch(self, items: list[CommitBatch]) -> None:
-        for batch in items:
-            self._components.write(batch)
+        if items:
+            self._components.write(merge_batches(items), self._worker)

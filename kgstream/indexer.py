@@ -9,6 +9,7 @@ it (kgstream/recovery.py).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -34,7 +35,9 @@ from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
 from dataflow.flow import build_flow
 from kgstream.commands.common import RunCannotGoOn, UserError
-from kgstream.recovery import RecoveryPartitions, prepare_recovery
+from kgstream.recovery import RecoveryPartitions, legacy_commit_in_flight, prepare_recovery
+
+_LOGGER = logging.getLogger("kgstream.indexer")
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,16 @@ def run_indexer(
     if options.recovery:
         index_exists = components.stores.graph.version() > 0
         recovery, partitions = recovery_config(data_dir, options, index_exists)
+        stuck = legacy_commit_in_flight(partitions.directory)
+        if stuck:
+            _LOGGER.warning(
+                "%d document(s) were in flight when an earlier kgstream version last "
+                "snapshotted (%s); commits are partitioned now and their commit state is not "
+                "carried over: they stay PROCESSING until they change again (save the file, "
+                "or send the event again)",
+                len(stuck),
+                ", ".join(stuck[:10]),
+            )
         if options.processes > 1:
             print(f"kgstream: process {options.process_id}: {partitions.describe()}", flush=True)
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}

@@ -129,6 +129,45 @@ class Metrics:
             namespace=ns,
             registry=registry,
         )
+        # Per Bytewax worker (its index in the cluster): commits are partitioned, each worker
+        # writing the entities, relations and documents it owns, and these show each one's share.
+        self.worker_writes = Counter(
+            "worker_writes",
+            "Store writes (one transaction each) made by each Bytewax worker.",
+            ["worker"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.worker_records_written = Counter(
+            "worker_records_written",
+            "Records each Bytewax worker wrote or deleted, by kind (entity, relation, chunk, "
+            "document).",
+            ["worker", "kind"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.worker_documents_completed = Counter(
+            "worker_documents_completed",
+            "Documents each Bytewax worker turned PROCESSED or FAILED, or deleted.",
+            ["worker"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.worker_write_seconds = Counter(
+            "worker_write_seconds",
+            "Seconds each Bytewax worker spent writing to the stores (wall time).",
+            ["worker"],
+            namespace=ns,
+            registry=registry,
+        )
+        self.worker_commit_cpu_seconds = Counter(
+            "worker_commit_cpu_seconds",
+            "CPU seconds each Bytewax worker spent in the commit protocol's bookkeeping "
+            "(gathering a document's messages, building write batches), store I/O excluded.",
+            ["worker"],
+            namespace=ns,
+            registry=registry,
+        )
         self.source_holding = Gauge(
             "source_holding",
             "1 while the watched folder is missing and the indexer holds its documents, else 0.",

@@ -14,6 +14,7 @@ already); the partitions of a process that leaves must move to one that stays.
 
 from __future__ import annotations
 
+import pickle
 import shutil
 import sqlite3
 from dataclasses import dataclass
@@ -93,3 +94,23 @@ def read_partitions(directory: Path) -> RecoveryPartitions:
             "keep only the partitions of this cluster's set (docs/design.md, Recovery)",
         )
     return RecoveryPartitions(directory, tuple(sorted(found)), counts.pop() if counts else None)
+
+
+def legacy_commit_in_flight(directory: Path, flow_id: str = "kgstream") -> list[str]:
+    """The documents in flight in the newest snapshot of the single commit step of versions
+    before commits were partitioned (its state is not carried over: those documents stay
+    PROCESSING until they change again). Empty when there is none, as after a clean stop."""
+    blobs = []
+    for path in sorted(directory.glob("*.sqlite3")):
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            blobs += connection.execute(
+                "SELECT snap_epoch, ser_change FROM snaps WHERE step_id = ? AND state_key = ?",
+                (f"{flow_id}.commit", "commit"),
+            ).fetchall()
+        finally:
+            connection.close()
+    if not blobs or max(blobs)[1] is None:
+        return []
+    state = pickle.loads(max(blobs)[1])
+    return sorted(getattr(state, "progress", {}))

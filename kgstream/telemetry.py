@@ -43,6 +43,19 @@ class IndexerMetrics:
             if record is not None and record.status is DocumentStatus.FAILED:
                 self.metrics.failures.labels(reason_kind=failure_kind(record.reason)).inc()
 
+    def wrote(self, worker: int, batch: CommitBatch, seconds: float) -> None:
+        label = str(worker)
+        metrics = self.metrics
+        metrics.worker_writes.labels(worker=label).inc()
+        metrics.worker_write_seconds.labels(worker=label).inc(seconds)
+        for kind, count in batch.size().items():
+            metrics.worker_records_written.labels(worker=label, kind=kind).inc(count)
+        if batch.completed:
+            metrics.worker_documents_completed.labels(worker=label).inc(len(batch.completed))
+
+    def commit_cpu(self, worker: int, seconds: float) -> None:
+        self.metrics.worker_commit_cpu_seconds.labels(worker=str(worker)).inc(seconds)
+
     def store_outage(self, reason: str | None) -> None:
         """`OutageWait.on_outage`: a store outage began (its reason) or ended (None)."""
         if reason is None:

@@ -6,11 +6,12 @@ Redis, standalone or a Redis Cluster. Every write is an idempotent upsert or
 delete by a deterministic id. On one Redis node a `GraphBatch` is applied as one
 MULTI/EXEC together with the increment of the index version: a reader sees all of
 a batch or none of it, so never an edge without its endpoints, and a replayed batch
-leaves the data as they were. On a Redis Cluster a batch is written slot by slot in
-phases (`connectors/redis/slot_writes.py`), ordered so that a reader still never sees
-a PROCESSED document whose records are missing, an edge without its endpoints, or a
-version whose batch is not whole. The key layout is in `connectors/redis/keys.py`;
-records as hashes in `connectors/redis/records.py`.
+leaves the data as they were. A batch's `withdrawn_documents` (the documents whose
+records it changes while another writer owns their status) leave PROCESSED in it. On a
+Redis Cluster a batch is written slot by slot in phases (`connectors/redis/slot_writes.py`),
+ordered so that a reader still never sees a PROCESSED document whose records are missing,
+an edge without its endpoints, or a version whose batch is not whole. The key layout is
+in `connectors/redis/keys.py`; records as hashes in `connectors/redis/records.py`.
 
 The alias index is kept exact the way adjacency is: written with the records it follows.
 Adjacency needs no read, since a relation upsert or delete says which edge to add or drop;
@@ -111,6 +112,22 @@ return 0
 """
 
 
+# A batch's `withdrawn_documents` on one node, inside its transaction: each document whose
+# status is PROCESSED turns PROCESSING (hash and status sets); others are left alone, and a
+# missing record is not created. KEYS: the PROCESSED and PROCESSING sets, then the documents'
+# hashes; ARGV: the two status values, then the doc ids in the order of their hashes.
+_WITHDRAW_SCRIPT = """
+for i = 3, #KEYS do
+  if redis.call("HGET", KEYS[i], "status") == ARGV[1] then
+    redis.call("HSET", KEYS[i], "status", ARGV[2])
+    redis.call("ZREM", KEYS[1], ARGV[i])
+    redis.call("ZADD", KEYS[2], 0, ARGV[i])
+  end
+end
+return 0
+"""
+
+
 DEAD_LETTERS_KEPT = 10_000
 RETRY_REQUESTS_KEPT = 1_000
 """The retry-request stream is trimmed to about this many entries (each asks for every
@@ -200,6 +217,21 @@ class GraphStore:
         if self._cluster is not None:
             return apply_to_cluster(self._cluster, keys, batch, stamp)
         pipe = self._client.pipeline(transaction=True)
+        if batch.withdrawn_documents:
+            withdrawn = batch.withdrawn_documents
+            statuses = (
+                keys.status(DocumentStatus.PROCESSED),
+                keys.status(DocumentStatus.PROCESSING),
+            )
+            pipe.eval(
+                _WITHDRAW_SCRIPT,
+                2 + len(withdrawn),
+                *statuses,
+                *(keys.document(doc_id) for doc_id in withdrawn),
+                DocumentStatus.PROCESSED.value,
+                DocumentStatus.PROCESSING.value,
+                *withdrawn,
+            )
         removed_pairs = [relation_pair(*p) for p in batch.relation_deletes]
         _delete(pipe, [keys.relation(pair) for pair in removed_pairs])
         for adjacency, members in keys.adjacency_changes(removed_pairs).items():

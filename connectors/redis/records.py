@@ -39,6 +39,10 @@ class GraphBatch:
     chunk_deletes: tuple[str, ...] = ()
     document_upserts: tuple[DocumentRecord, ...] = ()
     document_deletes: tuple[str, ...] = ()
+    # Documents whose records the batch changes without writing their status: those stored
+    # as PROCESSED become PROCESSING before any record changes (their own commit, a later
+    # batch, turns them back). Only the status moves; the rest of the record stays.
+    withdrawn_documents: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
@@ -51,6 +55,7 @@ class GraphBatch:
                 self.chunk_deletes,
                 self.document_upserts,
                 self.document_deletes,
+                self.withdrawn_documents,
             )
         )
 

@@ -5,8 +5,9 @@ be one transaction there. Instead it is written in phases; each phase is one Lua
 slot (atomic on that slot), sent as one pipeline (one round trip per node), and a phase
 starts only once the one before has been applied everywhere:
 
-1. *withdraw*: the batch's documents whose stored status is PROCESSED become PROCESSING
-   (hash and status sets), so none of them reads as PROCESSED while its records change;
+1. *withdraw*: the batch's documents (those it writes and its `withdrawn_documents`) whose
+   stored status is PROCESSED become PROCESSING (hash and status sets), so none of them
+   reads as PROCESSED while its records change;
 2. *retract and prepare*: relation deletes with their adjacency, the alias index moves
    (computed from the aliases stored in the entity hashes, read before phase 1), chunks;
 3. *entities*: entity upserts and deletes;
@@ -242,7 +243,10 @@ def pipeline(client: RedisCluster) -> Any:
 
 
 def _touched_documents(batch: GraphBatch) -> list[str]:
-    ids = [d.doc_id for d in batch.document_upserts] + list(batch.document_deletes)
+    ids = [d.doc_id for d in batch.document_upserts] + [
+        *batch.document_deletes,
+        *batch.withdrawn_documents,
+    ]
     return list(dict.fromkeys(ids))
 
 

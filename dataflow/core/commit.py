@@ -3,13 +3,19 @@
 A document change gets a `Ticket`; the document step announces what the
 version will change (`DocumentPending`), the chunk step says how many deltas
 each changed chunk sent (`ChunkSettled`), and the entity and relation steps
-acknowledge the deltas they applied (`Ack`s, passed on by the render step).
-`CommitBuffer` gathers all of it: renders, chunk records and vectors are
-written as they arrive (latest wins per key), and a document's status changes
-to PROCESSED (or FAILED, or the record goes on deletion) only in the batch
-where its last acknowledgement arrives. So a PROCESSED status always means
-"its whole effect is in the stores", which is what tests and read-your-writes
-wait on.
+release acknowledgements of the deltas they folded with their renders.
+
+Commits are partitioned, with no key that every write passes through:
+
+- each worker writes the renders of the entity and relation keys it owns
+  (`records_batch`), and only then sends their acknowledgements (`Ack`) on;
+- a document's messages (its pending versions, its chunks' settles and those
+  acknowledgements) gather at the worker that owns its doc id, where
+  `DocumentCommit` writes its chunk records, chunk vectors and status, and
+  turns it PROCESSED (or FAILED, or deletes its record) only in the batch
+  where its last acknowledgement arrives, that is, once every render it caused
+  is in the stores. So a PROCESSED status always means "its whole effect is in
+  the stores", which is what tests and read-your-writes wait on.
 
 Everything here is plain data without I/O or a clock: the Bytewax steps
 (dataflow/flow.py) call these functions and only decide when to flush, and
@@ -18,10 +24,10 @@ connectors/writes.py turns a `CommitBatch` into store writes.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Protocol, TypeVar
 
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
@@ -31,7 +37,7 @@ from dataflow.core.messages import (
     ChunkOutcome,
     ChunkSettled,
     ChunkTask,
-    CommitInput,
+    DocumentCommitInput,
     DocumentPending,
     EntityRendered,
     RelationRendered,
@@ -106,21 +112,7 @@ def release_acks(acks: AckCounts) -> tuple[Ack, ...]:
     return tuple(Ack(ticket, chunk_id, n) for (ticket, chunk_id), n in acks.items())
 
 
-# -- the commit step ----------------------------------------------------------
-
-RETIRED_TICKETS_KEPT = 10_000
-
-_PINNED = 1 << 40
-"""`CommitBuffer.in_flight` of a document whose count is unknown (a legacy snapshot)."""
-
-
-def retired_digest(ticket: Ticket) -> bytes:
-    """What `CommitBuffer.retired` keeps of a ticket: a digest, not the doc id and origin,
-    so the snapshots of the commit step do not name documents long deleted (`kgstream
-    compact` leaves them no trace)."""
-    return hashlib.blake2b(
-        f"{ticket.doc_id}\0{ticket.token}".encode("utf-8", "surrogatepass"), digest_size=16
-    ).digest()
+# -- what a commit writes -------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -132,7 +124,7 @@ class CompletedDocument:
 
 @dataclass(frozen=True)
 class CommitBatch:
-    """One flush of the commit step, in core types: what the stores must now hold.
+    """One write, in core types: what the stores must now hold.
 
     The stores write it atomically, vectors first, then the graph (whose version
     bump makes the batch visible); `completed` are the documents it finishes.
@@ -152,212 +144,294 @@ class CommitBatch:
     relation_vector_deletes: tuple[RelationPair, ...] = ()
     chunk_vectors: tuple[tuple[Chunk, Vector], ...] = ()
     chunk_vector_deletes: tuple[str, ...] = ()
+    # Documents whose records this write changes while another worker owns their status:
+    # any of them stored as PROCESSED reads as PROCESSING from this write on (first, on a
+    # cluster), until its own commit completes it again.
+    withdrawn_documents: tuple[str, ...] = ()
     completed: tuple[CompletedDocument, ...] = ()
 
     def is_empty(self) -> bool:
         """True when nothing is written (the batch may still complete documents)."""
-        writes = (
-            self.entity_upserts,
-            self.entity_deletes,
-            self.relation_upserts,
-            self.relation_deletes,
-            self.chunk_upserts,
-            self.chunk_deletes,
-            self.document_upserts,
-            self.document_deletes,
-            self.entity_vectors,
-            self.entity_vector_deletes,
-            self.relation_vectors,
-            self.relation_vector_deletes,
-            self.chunk_vectors,
-            self.chunk_vector_deletes,
+        return not any(
+            getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("completed", "withdrawn_documents")
         )
-        return not any(writes)
+
+    def size(self) -> Counter[str]:
+        """Records written, upserts and deletes, by kind (entity, relation, chunk, document)."""
+        return Counter(
+            entity=len(self.entity_upserts) + len(self.entity_deletes),
+            relation=len(self.relation_upserts) + len(self.relation_deletes),
+            chunk=len(self.chunk_upserts) + len(self.chunk_deletes),
+            document=len(self.document_upserts) + len(self.document_deletes),
+        )
+
+
+def merge_batches(batches: Sequence[CommitBatch]) -> CommitBatch:
+    """Batches of different keys as one write (one transaction, one version)."""
+    if len(batches) == 1:
+        return batches[0]
+    merged = {
+        f.name: tuple(x for b in batches for x in getattr(b, f.name)) for f in fields(CommitBatch)
+    }
+    return CommitBatch(**merged)
+
+
+def records_batch(rendered: Iterable[EntityRendered | RelationRendered]) -> CommitBatch:
+    """The renders a worker has, as one write: the last render of each key wins.
+
+    The documents whose deltas the renders fold are withdrawn from PROCESSED in the same
+    write: their status is written by the workers that own them, after this write is
+    acknowledged, so without it a document PROCESSED at its previous version would read
+    as PROCESSED while the records of that version change (an entity only it cited gone).
+    """
+    entities: dict[str, EntityRendered] = {}
+    relations: dict[RelationPair, RelationRendered] = {}
+    withdrawn: dict[str, None] = {}
+    for item in rendered:
+        withdrawn.update(dict.fromkeys(ack.ticket.doc_id for ack in item.acks))
+        if isinstance(item, EntityRendered):
+            entities[item.key] = item
+        else:
+            relations[item.pair] = item
+    entity_upserts, entity_vectors, entity_deletes, entity_vector_deletes = _writes(entities)
+    relation_upserts, relation_vectors, relation_deletes, relation_vector_deletes = _writes(
+        relations
+    )
+    return CommitBatch(
+        entity_upserts=entity_upserts,
+        entity_deletes=entity_deletes,
+        relation_upserts=relation_upserts,
+        relation_deletes=relation_deletes,
+        entity_vectors=entity_vectors,
+        entity_vector_deletes=entity_vector_deletes,
+        relation_vectors=relation_vectors,
+        relation_vector_deletes=relation_vector_deletes,
+        withdrawn_documents=tuple(withdrawn),
+    )
+
+
+K = TypeVar("K", str, RelationPair)
+R = TypeVar("R", EntityRecord, RelationRecord, covariant=True)
+
+
+class _Render(Protocol[R]):
+    @property
+    def record(self) -> R | None: ...
+
+    @property
+    def vector(self) -> Vector | None: ...
+
+
+def _writes(
+    renders: Mapping[K, _Render[R]],
+) -> tuple[tuple[R, ...], tuple[tuple[R, Vector], ...], tuple[K, ...], tuple[K, ...]]:
+    """Records to upsert, their vectors, keys to delete, and keys whose vector goes."""
+    upserts: list[R] = []
+    vectors: list[tuple[R, Vector]] = []
+    deletes: list[K] = []
+    vector_deletes: list[K] = []
+    for key, render in renders.items():
+        record, vector = render.record, render.vector
+        if record is None:
+            deletes.append(key)
+        else:
+            upserts.append(record)
+        if record is not None and vector is not None:
+            vectors.append((record, vector))
+        else:
+            vector_deletes.append(key)
+    return tuple(upserts), tuple(vectors), tuple(deletes), tuple(vector_deletes)
+
+
+def written_acks(rendered: Iterable[EntityRendered | RelationRendered]) -> list[Ack]:
+    """The acknowledgements to send once `records_batch(rendered)` is written: one per
+    (ticket, chunk), for the worker that owns the ticket's document."""
+    counts: Counter[tuple[Ticket, str]] = Counter()
+    for item in rendered:
+        for ack in item.acks:
+            counts[(ack.ticket, ack.chunk_id)] += ack.count
+    return [Ack(ticket, chunk_id, n) for (ticket, chunk_id), n in counts.items()]
+
+
+# -- a document's commit --------------------------------------------------------
 
 
 @dataclass
-class _Progress:
-    """How far one document version has come."""
+class _Version:
+    """What has arrived of one document version (a ticket)."""
 
-    pending: DocumentPending
+    pending: DocumentPending | None = None  # None while only early settles or acks came
     settled: dict[str, ChunkSettled] = field(default_factory=dict)
+    acks: Counter[str] = field(default_factory=Counter)  # deltas written, by chunk id
+
+    def drained(self) -> bool:
+        """Every message of this version has arrived: its pending, a settle for each
+        chunk it awaits, and the acknowledgement of every delta those settles counted."""
+        if self.pending is None:
+            return False
+        for chunk_id in self.pending.awaiting:
+            settled = self.settled.get(chunk_id)
+            if settled is None or self.acks[chunk_id] < settled.deltas:
+                return False
+        return True
+
+    def copy(self) -> _Version:
+        return _Version(self.pending, dict(self.settled), Counter(self.acks))
 
 
 @dataclass
-class CommitBuffer:
-    """The commit step's state. What it keeps between flushes is bounded by the work in
-    flight, not by the corpus: a document's entries (its progress, its current chunk set,
-    its count of settles still to come) go once nothing of it is in flight, so the
-    snapshot Bytewax takes every epoch stays small however many documents are indexed.
+class DocumentCommit:
+    """The commit state of one document, kept by the worker that owns its doc id.
+
+    It lives only while something of the document is in flight (`idle` says when
+    Bytewax may drop it), or while its current version has chunks whose
+    extraction failed: bounded by the work in flight, not by the corpus, and
+    Bytewax snapshots it only in the epochs that touch the document.
     """
 
-    progress: dict[str, _Progress] = field(default_factory=dict)
-    # The (chunk id, file path)s of the newest started version, while settles of the
-    # document are still to come (`in_flight`): which settle may write its chunk's vector.
-    current_chunks: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
-    # Per document: settles still to come for every version started so far (below zero
-    # while settles have overtaken their version's DocumentPending).
-    in_flight: Counter[str] = field(default_factory=Counter)
-    acks: Counter[tuple[Ticket, str]] = field(default_factory=Counter)
-    early_settles: dict[Ticket, list[ChunkSettled]] = field(default_factory=dict)
-    retired: dict[bytes, None] = field(default_factory=dict)  # `retired_digest`s
-    entities: dict[str, EntityRendered] = field(default_factory=dict)
-    relations: dict[RelationPair, RelationRendered] = field(default_factory=dict)
+    # Versions whose messages are still to come, by ticket token, in arrival order; each
+    # is dropped once drained (so a late settle or ack of a superseded version is matched,
+    # never mistaken for a new one).
+    versions: dict[str, _Version] = field(default_factory=dict)
+    current: Ticket | None = None  # the newest version started (its pending arrived)
+    current_done: bool = True  # whether `current` completed
+    # The (chunk id, file path)s of the newest version: which settle may write its vector.
+    current_chunks: frozenset[tuple[str, str]] = frozenset()
+    # Chunks of the current version whose extraction failed: chunk id -> reason. An edit
+    # keeps an unchanged chunk without extracting it again, so a failed chunk the edit kept
+    # still fails the new version (until `kgstream retry-failed` re-extracts it).
+    failed_chunks: dict[str, str] = field(default_factory=dict)
+    # What the next flush writes.
     chunks: dict[str, Chunk | None] = field(default_factory=dict)
     chunk_vectors: dict[str, tuple[Chunk, Vector] | None] = field(default_factory=dict)
-    documents: dict[str, DocumentRecord | None] = field(default_factory=dict)
+    document: tuple[str, DocumentRecord | None] | None = None  # (doc id, record or deleted)
     completed: list[CompletedDocument] = field(default_factory=list)
-    # Documents whose current version has chunks whose extraction failed: chunk id -> reason.
-    # An edit keeps an unchanged chunk without extracting it again, so a failed chunk the
-    # edit kept still fails the new version (until `kgstream retry-failed` re-extracts it).
-    failed_chunks: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        # Recovery snapshots taken before `failed_chunks` existed resume with none; before
-        # `in_flight` existed, every document's chunk set was kept: those stay pinned, as
-        # their settles still to come are not known.
-        legacy = "in_flight" not in state
-        self.__dict__.update({"failed_chunks": {}, "in_flight": Counter(), **state})
-        if legacy:
-            self.in_flight.update({doc_id: _PINNED for doc_id in self.current_chunks})
-
-    def snapshot(self) -> CommitBuffer:
+    def snapshot(self) -> DocumentCommit:
         """A copy for Bytewax's recovery snapshot: containers copied, their values shared
         (chunks, records, tickets, vectors and chunk sets are immutable)."""
-        return CommitBuffer(
-            progress={k: _Progress(p.pending, dict(p.settled)) for k, p in self.progress.items()},
-            current_chunks=dict(self.current_chunks),
-            in_flight=Counter(self.in_flight),
-            acks=Counter(self.acks),
-            early_settles={k: list(v) for k, v in self.early_settles.items()},
-            retired=dict(self.retired),
-            entities=dict(self.entities),
-            relations=dict(self.relations),
+        return DocumentCommit(
+            versions={token: v.copy() for token, v in self.versions.items()},
+            current=self.current,
+            current_done=self.current_done,
+            current_chunks=self.current_chunks,
+            failed_chunks=dict(self.failed_chunks),
             chunks=dict(self.chunks),
             chunk_vectors=dict(self.chunk_vectors),
-            documents=dict(self.documents),
+            document=self.document,
             completed=list(self.completed),
-            failed_chunks={k: dict(v) for k, v in self.failed_chunks.items()},
         )
 
-    def add(self, item: CommitInput) -> None:
+    def add(self, item: DocumentCommitInput) -> None:
         if isinstance(item, DocumentPending):
             self._start(item)
-            self._forget_if_idle(item.ticket.doc_id)
         elif isinstance(item, ChunkSettled):
-            self.in_flight[item.ticket.doc_id] -= 1
-            self._settle(item)
-            self._forget_if_idle(item.ticket.doc_id)
-        elif isinstance(item, EntityRendered):
-            self.entities[item.key] = item
-            self._acknowledge(item.acks)
+            self._version(item.ticket).settled[item.chunk_id] = item
+            self._write_vector(item)
         else:
-            self.relations[item.pair] = item
-            self._acknowledge(item.acks)
+            self._version(item.ticket).acks[item.chunk_id] += item.count
+        self._check()
+
+    def idle(self) -> bool:
+        """Nothing of the document is in flight, failed or unwritten: the state can go."""
+        return not (self.versions or self.failed_chunks or self.has_writes() or self.completed)
+
+    def has_writes(self) -> bool:
+        return bool(self.chunks or self.chunk_vectors or self.document is not None)
+
+    def flush(self) -> CommitBatch:
+        """What is to write as one batch; the state keeps only what is in flight."""
+        doc_id, record = self.document if self.document is not None else ("", None)
+        batch = CommitBatch(
+            chunk_upserts=tuple(c for c in self.chunks.values() if c is not None),
+            chunk_deletes=tuple(k for k, c in self.chunks.items() if c is None),
+            document_upserts=(record,) if record is not None else (),
+            document_deletes=(doc_id,) if self.document is not None and record is None else (),
+            chunk_vectors=tuple(v for v in self.chunk_vectors.values() if v is not None),
+            chunk_vector_deletes=tuple(k for k, v in self.chunk_vectors.items() if v is None),
+            completed=tuple(self.completed),
+        )
+        self.chunks, self.chunk_vectors, self.document, self.completed = {}, {}, None, []
+        return batch
+
+    def _version(self, ticket: Ticket) -> _Version:
+        return self.versions.setdefault(ticket.token, _Version())
 
     def _start(self, pending: DocumentPending) -> None:
-        doc_id = pending.ticket.doc_id
-        previous = self.progress.get(doc_id)
-        if previous is not None:
-            self._retire(previous.pending.ticket)
+        """A new version: its chunk records are written at once, its status turns
+        PROCESSING, and the settles that overtook it may now write their vectors."""
+        ticket = pending.ticket
+        version = self._version(ticket)
+        version.pending = pending
+        self.current, self.current_done = ticket, False
         for chunk in pending.chunks:
             self.chunks[chunk.chunk_id] = chunk
-        if pending.record is None:
-            self.current_chunks.pop(doc_id, None)
-        else:
-            self.current_chunks[doc_id] = frozenset(
-                (c.chunk_id, c.file_path) for c in pending.chunks
-            )
         for chunk_id in pending.removed_chunk_ids:
             self.chunks[chunk_id] = None
             self.chunk_vectors[chunk_id] = None
+        self.current_chunks = (
+            frozenset((c.chunk_id, c.file_path) for c in pending.chunks)
+            if pending.record is not None
+            else frozenset()
+        )
         if pending.record is not None and pending.awaiting:
-            self.documents[doc_id] = replace(pending.record, status=DocumentStatus.PROCESSING)
-        self.progress[doc_id] = _Progress(pending)
-        self.in_flight[doc_id] += len(pending.awaiting)
-        for settled in self.early_settles.pop(pending.ticket, []):
-            self._settle(settled)
-        self._check(doc_id)
+            processing = replace(pending.record, status=DocumentStatus.PROCESSING)
+            self.document = (ticket.doc_id, processing)
+        for settled in version.settled.values():
+            self._write_vector(settled)
 
-    def _forget_if_idle(self, doc_id: str) -> None:
-        """Drop what the buffer keeps of a document once no settle of it is to come: a
-        later settle can then only belong to a version not started yet, which brings its
-        own chunk set."""
-        if self.in_flight[doc_id] == 0 and doc_id not in self.progress:
-            del self.in_flight[doc_id]
-            self.current_chunks.pop(doc_id, None)
-
-    def _retire(self, ticket: Ticket) -> None:
-        self.retired[retired_digest(ticket)] = None
-        self.early_settles.pop(ticket, None)
-        for key in [k for k in self.acks if k[0] == ticket]:
-            del self.acks[key]
-        while len(self.retired) > RETIRED_TICKETS_KEPT:
-            del self.retired[next(iter(self.retired))]
-
-    def _settle(self, settled: ChunkSettled) -> None:
-        # A chunk's vector depends only on its id (doc id + text), so any settle may
-        # write it while the chunk is current (same id and path): with several workers
-        # a newer version's DocumentPending can overtake the settle of a kept chunk.
-        current = self.current_chunks.get(settled.ticket.doc_id, frozenset())
+    def _write_vector(self, settled: ChunkSettled) -> None:
+        # A chunk's vector depends only on its id (doc id + text), so any settle may write
+        # it while the chunk is current (same id and path): a newer version's pending can
+        # overtake the settle of a chunk it kept.
         chunk = settled.chunk
         if (
             settled.vector is not None
             and chunk is not None
-            and (chunk.chunk_id, chunk.file_path) in current
+            and (chunk.chunk_id, chunk.file_path) in self.current_chunks
         ):
             self.chunk_vectors[chunk.chunk_id] = (chunk, settled.vector)
-        if retired_digest(settled.ticket) in self.retired:
-            return
-        progress = self.progress.get(settled.ticket.doc_id)
-        if progress is None or progress.pending.ticket != settled.ticket:
-            self.early_settles.setdefault(settled.ticket, []).append(settled)
-            return
-        progress.settled[settled.chunk_id] = settled
-        self._check(settled.ticket.doc_id)
 
-    def _acknowledge(self, acks: tuple[Ack, ...]) -> None:
-        touched = set()
-        for ack in acks:
-            if retired_digest(ack.ticket) in self.retired:
-                continue
-            self.acks[(ack.ticket, ack.chunk_id)] += ack.count
-            touched.add(ack.ticket.doc_id)
-        for doc_id in touched:
-            self._check(doc_id)
+    def _check(self) -> None:
+        """Forget every drained version but an uncompleted current one; complete the current
+        version once it is the only one left, that is, once every message of every version
+        has arrived. Waiting for the superseded versions too keeps a withdrawal (see
+        `records_batch`) from ever landing after the completion it would undo: the write
+        that withdraws is acknowledged before its version drains."""
+        current = None if self.current_done else self.current
+        for token in [t for t, v in self.versions.items() if v.drained()]:
+            if current is None or token != current.token:
+                del self.versions[token]
+        if current is not None and list(self.versions) == [current.token]:
+            version = self.versions[current.token]
+            if version.drained():
+                self._complete(version)
+                del self.versions[current.token]
 
-    def _check(self, doc_id: str) -> None:
-        progress = self.progress.get(doc_id)
-        if progress is None:
-            return
-        pending = progress.pending
-        for chunk_id in pending.awaiting:
-            settled = progress.settled.get(chunk_id)
-            if settled is None or self.acks[(pending.ticket, chunk_id)] < settled.deltas:
-                return
-        record = self._with_failures(pending, progress)
-        self.documents[doc_id] = record
+    def _complete(self, version: _Version) -> None:
+        pending = version.pending
+        if pending is None:
+            raise RuntimeError("DocumentCommit completed a version whose pending never came")
+        record = self._with_failures(pending, version)
+        self.document = (pending.ticket.doc_id, record)
         self.completed.append(CompletedDocument(pending.ticket, record, pending.event_time))
-        del self.progress[doc_id]
-        self._retire(pending.ticket)
-        self._forget_if_idle(doc_id)
+        self.current_done = True
 
-    def _with_failures(
-        self, pending: DocumentPending, progress: _Progress
-    ) -> DocumentRecord | None:
+    def _with_failures(self, pending: DocumentPending, version: _Version) -> DocumentRecord | None:
         """The version's record, FAILED when a chunk of it failed extraction: in this
         version, or in an earlier one that this version kept the chunk from."""
         record = pending.record
-        doc_id = pending.ticket.doc_id
-        earlier = self.failed_chunks.pop(doc_id, {})
+        earlier, self.failed_chunks = self.failed_chunks, {}
         if record is None:
             return None
         kept = set(record.chunk_ids) - set(pending.awaiting)
         failed = {chunk_id: reason for chunk_id, reason in earlier.items() if chunk_id in kept}
-        failed.update({s.chunk_id: s.failure for s in progress.settled.values() if s.failure})
+        failed.update({s.chunk_id: s.failure for s in version.settled.values() if s.failure})
         if not failed:
             return record
-        self.failed_chunks[doc_id] = failed
+        self.failed_chunks = failed
         in_order = tuple(chunk_id for chunk_id in record.chunk_ids if chunk_id in failed)
         return replace(
             record,
@@ -366,43 +440,21 @@ class CommitBuffer:
             failed_chunk_ids=in_order,
         )
 
-    def has_writes(self) -> bool:
-        return bool(
-            self.entities or self.relations or self.chunks or self.chunk_vectors or self.documents
-        )
 
-    def flush(self) -> CommitBatch:
-        """Everything buffered as one batch; the buffer keeps only documents in progress."""
-        entities, relations = self.entities.values(), self.relations.values()
-        batch = CommitBatch(
-            entity_upserts=tuple(r.record for r in entities if r.record is not None),
-            entity_deletes=tuple(k for k, r in self.entities.items() if r.record is None),
-            relation_upserts=tuple(r.record for r in relations if r.record is not None),
-            relation_deletes=tuple(p for p, r in self.relations.items() if r.record is None),
-            chunk_upserts=tuple(c for c in self.chunks.values() if c is not None),
-            chunk_deletes=tuple(k for k, c in self.chunks.items() if c is None),
-            document_upserts=tuple(d for d in self.documents.values() if d is not None),
-            document_deletes=tuple(k for k, d in self.documents.items() if d is None),
-            entity_vectors=tuple(
-                (r.record, r.vector)
-                for r in entities
-                if r.record is not None and r.vector is not None
-            ),
-            entity_vector_deletes=tuple(
-                r.key for r in entities if r.record is None or r.vector is None
-            ),
-            relation_vectors=tuple(
-                (r.record, r.vector)
-                for r in relations
-                if r.record is not None and r.vector is not None
-            ),
-            relation_vector_deletes=tuple(
-                r.pair for r in relations if r.record is None or r.vector is None
-            ),
-            chunk_vectors=tuple(v for v in self.chunk_vectors.values() if v is not None),
-            chunk_vector_deletes=tuple(k for k, v in self.chunk_vectors.items() if v is None),
-            completed=tuple(self.completed),
-        )
-        self.entities, self.relations, self.chunks = {}, {}, {}
-        self.chunk_vectors, self.documents, self.completed = {}, {}, []
-        return batch
+# -- recovery snapshots of earlier versions -------------------------------------
+
+
+class CommitBuffer:
+    """The state of the single "commit" key that every write once passed through. Recovery
+    snapshots taken before commits were partitioned hold one; the dataflow no longer has
+    that step, so Bytewax only unpickles it, and it must still unpickle."""
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+
+
+class _Progress:
+    """Part of a `CommitBuffer` snapshot (see there)."""
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)

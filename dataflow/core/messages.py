@@ -2,9 +2,9 @@
 
 A source hands the dataflow `SourceEvent`s. A document version in flight is
 identified by a `Ticket`. Every message its change causes carries the ticket,
-and the steps downstream acknowledge what they applied, so the commit step
-knows exactly when a document's whole effect is in the stores (and only then
-marks it PROCESSED; see dataflow/core/commit.py).
+and the steps downstream acknowledge what they applied once it is written, so
+the document's commit knows exactly when its whole effect is in the stores (and
+only then marks it PROCESSED; see dataflow/core/commit.py).
 All items are frozen and picklable: Bytewax snapshots them for recovery. Plain
 data without Bytewax, so sources (connectors/) and the core share them.
 """
@@ -169,4 +169,5 @@ class RelationRendered:
     acks: tuple[Ack, ...]
 
 
-CommitInput = DocumentPending | ChunkSettled | EntityRendered | RelationRendered
+DocumentCommitInput = DocumentPending | ChunkSettled | Ack
+"""What gathers at the worker that owns a document (dataflow/core/commit.py)."""

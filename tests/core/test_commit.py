@@ -1,13 +1,15 @@
-"""The commit buffer when messages overtake each other (as they do across workers)."""
+"""A document's commit when messages overtake each other (as they do across workers), and
+the write batches of the partitioned commit."""
 
 from collections import Counter
 
 from connectors.vectors.base import VectorKind
 from connectors.writes import store_write
 from dataflow.core.chunking import Chunk
-from dataflow.core.commit import CommitBuffer
+from dataflow.core.commit import DocumentCommit, merge_batches, records_batch, written_acks
+from dataflow.core.contributions import EntityRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
-from dataflow.core.messages import ChunkSettled, DocumentPending, Ticket
+from dataflow.core.messages import Ack, ChunkSettled, DocumentPending, EntityRendered, Ticket
 
 KEPT = Chunk("chunk-kept", "a.md", 1, "unchanged paragraph", 3, "a.md")
 OLD = Chunk("chunk-old", "a.md", 0, "old paragraph", 2, "a.md")
@@ -21,72 +23,103 @@ def pending(token: str, chunks, removed=(), awaiting=()) -> DocumentPending:
     return DocumentPending(Ticket("a.md", token), record, tuple(chunks), removed, awaiting, 1.0)
 
 
-def settled(token: str, chunk: Chunk) -> ChunkSettled:
-    return ChunkSettled(Ticket("a.md", token), chunk.chunk_id, 0, (1.0, 0.0), chunk)
+def settled(token: str, chunk: Chunk, deltas: int = 0) -> ChunkSettled:
+    return ChunkSettled(Ticket("a.md", token), chunk.chunk_id, deltas, (1.0, 0.0), chunk)
 
 
-def chunk_vectors(buffer: CommitBuffer) -> tuple[set[str], set[str]]:
-    batch = store_write(buffer.flush())
+def ack(token: str, chunk: Chunk, count: int) -> Ack:
+    return Ack(Ticket("a.md", token), chunk.chunk_id, count)
+
+
+def chunk_vectors(commit: DocumentCommit) -> tuple[set[str], set[str]]:
+    batch = store_write(commit.flush())
     upserts = {p.key for p in batch.vector_upserts if p.kind is VectorKind.CHUNK}
     deletes = {key for kind, key in batch.vector_deletes if kind is VectorKind.CHUNK}
     return upserts, deletes
 
 
 def test_a_kept_chunk_keeps_its_vector_when_the_next_version_overtakes_its_settle():
-    buffer = CommitBuffer()
-    buffer.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
-    buffer.add(
+    commit = DocumentCommit()
+    commit.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
+    commit.add(
         pending("v2", [NEW, KEPT], removed=("chunk-old",), awaiting=("chunk-old", "chunk-new"))
     )
-    buffer.add(settled("v1", KEPT))  # v1 is retired by now, its chunk is still current
-    buffer.add(settled("v1", OLD))  # ... and this one is gone: no resurrection
-    buffer.add(settled("v2", NEW))
-    upserts, deletes = chunk_vectors(buffer)
+    commit.add(settled("v1", KEPT))  # v1 is superseded by now, its chunk is still current
+    commit.add(settled("v1", OLD))  # ... and this one is gone: no resurrection
+    commit.add(settled("v2", NEW))
+    upserts, deletes = chunk_vectors(commit)
     assert upserts == {"chunk-kept", "chunk-new"}
     assert deletes == {"chunk-old"}
 
 
 def test_a_settle_arriving_before_its_document_is_applied_when_the_document_arrives():
-    buffer = CommitBuffer()
-    buffer.add(settled("v1", KEPT))
-    buffer.add(pending("v1", [KEPT], awaiting=("chunk-kept",)))
-    upserts, _ = chunk_vectors(buffer)
+    commit = DocumentCommit()
+    commit.add(settled("v1", KEPT))
+    commit.add(pending("v1", [KEPT], awaiting=("chunk-kept",)))
+    upserts, _ = chunk_vectors(commit)
     assert upserts == {"chunk-kept"}
-    assert buffer.progress == {}  # the document completed
+    assert commit.idle()  # the document completed, and that write is flushed
 
 
-def test_a_snapshot_does_not_change_when_the_buffer_goes_on():
-    buffer = CommitBuffer()
-    buffer.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
-    snapshot = buffer.snapshot()
-    buffer.add(settled("v1", OLD))
-    buffer.add(settled("v1", KEPT))
-    assert buffer.progress == {}
-    assert snapshot.progress["a.md"].settled == {}
-    assert snapshot.in_flight == {"a.md": 2}
-    assert set(snapshot.current_chunks) == {"a.md"}
+def test_a_document_completes_only_with_the_acknowledgement_of_its_last_delta():
+    commit = DocumentCommit()
+    commit.add(ack("v1", OLD, 2))  # written renders can overtake the settle and the pending
+    commit.add(settled("v1", OLD, deltas=3))
+    commit.add(pending("v1", [OLD], awaiting=("chunk-old",)))
+    first = commit.flush()
+    assert first.document_upserts[0].status is DocumentStatus.PROCESSING and not first.completed
+    commit.add(ack("v1", OLD, 1))
+    done = commit.flush()
+    assert [d.ticket.token for d in done.completed] == ["v1"]
+    assert done.document_upserts[0].status is DocumentStatus.PROCESSED
+    assert commit.idle()
 
 
-def test_a_document_with_nothing_in_flight_leaves_no_state_behind():
-    buffer = CommitBuffer()
-    buffer.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
-    buffer.add(pending("v2", [NEW, KEPT], removed=("chunk-old",), awaiting=("chunk-new",)))
-    buffer.add(settled("v2", NEW))
-    assert buffer.progress == {}  # v2 is done, but v1's settles are still to come ...
-    assert set(buffer.current_chunks) == {"a.md"}
-    buffer.add(settled("v1", OLD))
-    buffer.add(settled("v1", KEPT))  # ... and the kept chunk's vector is still written
-    assert (buffer.current_chunks, +buffer.in_flight) == ({}, Counter())
-    upserts, _ = chunk_vectors(buffer)
-    assert upserts == {"chunk-kept", "chunk-new"}
+def test_a_superseded_version_never_completes_and_the_current_one_waits_for_it_to_drain():
+    """v2 is drained first, but v1's renders are still to be written (and they withdraw
+    the document from PROCESSED when they are): v2 completes only after them."""
+    commit = DocumentCommit()
+    commit.add(pending("v1", [OLD], awaiting=("chunk-old",)))
+    commit.add(pending("v2", [NEW], removed=("chunk-old",), awaiting=("chunk-old", "chunk-new")))
+    commit.add(settled("v2", OLD))
+    commit.add(settled("v2", NEW, deltas=1))
+    commit.add(ack("v2", NEW, 1))
+    assert commit.flush().completed == ()
+    commit.add(settled("v1", OLD, deltas=2))
+    commit.add(ack("v1", OLD, 1))
+    assert commit.flush().completed == ()  # one of v1's two deltas is still unwritten
+    commit.add(ack("v1", OLD, 1))
+    assert [d.ticket.token for d in commit.flush().completed] == ["v2"]
+    assert commit.idle()
 
 
-def test_a_snapshot_from_before_in_flight_counts_keeps_its_chunk_sets():
-    buffer = CommitBuffer()
-    buffer.add(pending("v1", [KEPT], awaiting=("chunk-kept",)))
-    state = dict(buffer.__dict__)
-    del state["in_flight"]
-    legacy = CommitBuffer.__new__(CommitBuffer)
-    legacy.__setstate__(state)
-    legacy.add(settled("v1", KEPT))  # its count is not known, so its chunk set stays
-    assert set(legacy.current_chunks) == {"a.md"}
+def test_a_snapshot_does_not_change_when_the_commit_goes_on():
+    commit = DocumentCommit()
+    commit.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
+    snapshot = commit.snapshot()
+    commit.add(settled("v1", OLD))
+    commit.add(settled("v1", KEPT))
+    assert commit.versions == {}
+    assert snapshot.versions["v1"].settled == {}
+    assert not snapshot.current_done and snapshot.chunks == {"chunk-old": OLD, "chunk-kept": KEPT}
+
+
+def test_renders_are_written_last_one_per_key_and_acknowledged_once_per_chunk():
+    older = EntityRecord("alice", "Alice", "person", "x", ("chunk-old",), ("a.md",), ("a.md",))
+    newer = EntityRecord("alice", "Alice", "person", "y", ("chunk-new",), ("a.md",), ("a.md",))
+    rendered = [
+        EntityRendered("alice", older, (1.0,), (ack("v1", OLD, 1), ack("v1", NEW, 1))),
+        EntityRendered("alice", newer, (2.0,), (ack("v1", OLD, 2),)),
+        EntityRendered("bob", None, None, (ack("v1", NEW, 1),)),
+    ]
+    batch = records_batch(rendered)
+    assert batch.entity_upserts == (newer,) and batch.entity_deletes == ("bob",)
+    assert batch.entity_vectors == ((newer, (2.0,)),) and batch.entity_vector_deletes == ("bob",)
+    assert batch.withdrawn_documents == ("a.md",)  # the document whose deltas they fold
+    assert {a.chunk_id: a.count for a in written_acks(rendered)} == {
+        "chunk-old": 3,
+        "chunk-new": 2,
+    }
+    both = merge_batches([batch, DocumentCommit().flush()])
+    assert both == batch
+    assert both.size() == Counter(entity=2, relation=0, chunk=0, document=0)

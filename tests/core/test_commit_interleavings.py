@@ -3,26 +3,31 @@
 A small in-test pipeline drives the same pure steps as the dataflow (document,
 chunk, entity/relation fold, render) and puts every message it sends on a FIFO
 channel per (sender key, receiver key): that is all the ordering Bytewax
-guarantees, across any number of workers. Hypothesis then picks which channel
-delivers next and when the commit step flushes, and the invariants must hold
-for every such schedule:
+guarantees, across any number of workers. Commits are partitioned as in the
+dataflow: the renders of each entity and relation key wait on the worker that
+owns the key until it writes them (then it sends their acknowledgements on),
+and each document's messages gather in its own `DocumentCommit`. Hypothesis
+picks which channel delivers next, when a worker writes its renders and when a
+document flushes, and the invariants must hold for every such schedule:
 
-- a document completes only in a flush whose batch (or an earlier one) holds
-  every delta its change caused;
+- a document completes only in a flush when every delta its change caused is
+  in the stores already;
 - each document version completes at most once, and each document's last
   version exactly once;
-- once everything is delivered, the stores equal the reference index, and the
-  commit buffer keeps nothing of any document (its state is bounded by the work
-  in flight);
-- a recovery snapshot of the buffer, taken at any point, goes on exactly as the
-  buffer it was taken from.
+- between any two writes, a document stored as PROCESSED has nothing of a later
+  version of it stored yet (the write of a later version's renders withdraws it);
+- once everything is delivered, the stores equal the reference index, and no
+  document keeps any commit state (it is bounded by the work in flight);
+- a recovery snapshot of a document's state, taken at any point, goes on
+  exactly as the state it was taken from.
 """
 
 from __future__ import annotations
 
 import pickle
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,11 +36,13 @@ from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk, ChunkingOptions
 from dataflow.core.commit import (
     CommitBatch,
-    CommitBuffer,
+    DocumentCommit,
     chunk_messages,
     count_deltas,
     document_messages,
+    records_batch,
     release_acks,
+    written_acks,
 )
 from dataflow.core.contributions import (
     ChunkContributions,
@@ -46,13 +53,20 @@ from dataflow.core.contributions import (
     Renderer,
     RenderOptions,
 )
-from dataflow.core.documents import DocumentDelete, DocumentLimits, DocumentRecord, DocumentUpsert
+from dataflow.core.documents import (
+    DocumentDelete,
+    DocumentLimits,
+    DocumentRecord,
+    DocumentStatus,
+    DocumentUpsert,
+)
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.messages import (
+    Ack,
     ChunkOutcome,
     ChunkSettled,
     ChunkTask,
-    CommitInput,
+    DocumentCommitInput,
     DocumentPending,
     EntityRendered,
     RelationRendered,
@@ -84,7 +98,7 @@ SENTENCES = [
     "",
 ]
 DOC_IDS = ["a.md", "b.md", "c.md"]
-COMMIT = "commit"
+WORKERS = 2
 
 contents = st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3).map("\n\n".join)
 upserts = st.builds(DocumentUpsert, st.sampled_from(DOC_IDS), contents, st.sampled_from(DOC_IDS))
@@ -108,10 +122,14 @@ class Stores:
     chunk_vectors: set[str] = field(default_factory=set)
     applied: set[int] = field(default_factory=set)  # delta ids in the stored renders
 
-    def write(self, batch: CommitBatch, rendered: dict[object, frozenset[int]]) -> None:
+    def write(self, batch: CommitBatch, rendered: frozenset[int] = frozenset()) -> None:
         _update(self.entities, {r.key: r for r in batch.entity_upserts}, batch.entity_deletes)
         _update(self.relations, {r.pair: r for r in batch.relation_upserts}, batch.relation_deletes)
         _update(self.chunks, {c.chunk_id: c for c in batch.chunk_upserts}, batch.chunk_deletes)
+        for doc_id in batch.withdrawn_documents:
+            stored = self.documents.get(doc_id)
+            if stored is not None and stored.status is DocumentStatus.PROCESSED:
+                self.documents[doc_id] = replace(stored, status=DocumentStatus.PROCESSING)
         documents = {d.doc_id: d for d in batch.document_upserts}
         _update(self.documents, documents, batch.document_deletes)
         self.entity_vectors -= set(batch.entity_vector_deletes)
@@ -120,8 +138,7 @@ class Stores:
         self.relation_vectors |= {r.pair for r, _ in batch.relation_vectors}
         self.chunk_vectors -= set(batch.chunk_vector_deletes)
         self.chunk_vectors |= {c.chunk_id for c, _ in batch.chunk_vectors}
-        for ids in rendered.values():
-            self.applied |= ids
+        self.applied |= rendered
 
 
 def _update(table: dict, upserts: dict, deletes) -> None:
@@ -142,9 +159,14 @@ class Pipeline:
     fragments: dict[object, dict] = field(default_factory=dict)
     folded: dict[object, frozenset[int]] = field(default_factory=dict)  # key -> delta ids
     acks: dict[object, Counter[tuple[Ticket, str]]] = field(default_factory=dict)
-    buffer: CommitBuffer = field(default_factory=CommitBuffer)
-    unflushed_renders: dict[object, frozenset[int]] = field(default_factory=dict)
+    # The renders each worker holds until it writes them, with the delta ids they reflect.
+    unwritten: dict[int, list[tuple[EntityRendered | RelationRendered, frozenset[int]]]] = field(
+        default_factory=dict
+    )
+    commits: dict[str, DocumentCommit] = field(default_factory=dict)  # by doc id, while kept
     deltas_of: dict[Ticket, set[int]] = field(default_factory=dict)
+    tickets_of: dict[str, list[Ticket]] = field(default_factory=dict)  # in event order
+    processed_at: dict[str, Ticket] = field(default_factory=dict)  # the version last completed
     last_ticket: dict[str, Ticket] = field(default_factory=dict)
     completions: list[Ticket] = field(default_factory=list)
     stores: Stores = field(default_factory=Stores)
@@ -167,8 +189,9 @@ class Pipeline:
             for message in document_messages(event, outcome):
                 if isinstance(message, DocumentPending):
                     self.last_ticket[doc_id] = message.ticket
+                    self.tickets_of.setdefault(doc_id, []).append(message.ticket)
                     self.deltas_of.setdefault(message.ticket, set())
-                    self.send(("doc", doc_id), COMMIT, message)
+                    self.send(("doc", doc_id), ("commit", doc_id), message)
                 else:
                     self.send(("doc", doc_id), ("chunk", _chunk_id(message)), message)
 
@@ -177,20 +200,55 @@ class Pipeline:
 
     def deliver(self, channel: tuple[object, object]) -> None:
         message, meta = self.channels[channel].popleft()
-        sender, receiver = channel
-        if receiver == COMMIT:
-            if isinstance(message, EntityRendered | RelationRendered):
-                assert isinstance(meta, frozenset)
-                self.unflushed_renders[sender] = meta
-            assert isinstance(
-                message, DocumentPending | ChunkSettled | EntityRendered | RelationRendered
-            )
-            self.buffer.add(message)
+        receiver = channel[1]
+        if isinstance(receiver, tuple) and receiver[0] == "commit":
+            assert isinstance(message, DocumentPending | ChunkSettled | Ack)
+            self.commit(receiver[1], [message])
         elif isinstance(message, ChunkTask):
             self._chunk(receiver, message)
         else:
             assert isinstance(message, TaggedDelta) and isinstance(meta, int)
             self._fold(receiver, message, meta)
+
+    def commit(self, doc_id: str, messages: list[DocumentCommitInput]) -> None:
+        """The document commit step for one batch of one doc id; dropped when idle."""
+        state = self.commits.setdefault(doc_id, DocumentCommit())
+        for message in messages:
+            state.add(message)
+        if state.has_writes():
+            batch = state.flush()
+            self.stores.write(batch)
+            for completed in batch.completed:
+                missing = self.deltas_of[completed.ticket] - self.stores.applied
+                assert not missing, f"{completed.ticket} completed before {missing} were stored"
+                self.completions.append(completed.ticket)
+                self.processed_at[doc_id] = completed.ticket
+            self.check_reader_view()
+        if state.idle():
+            del self.commits[doc_id]
+
+    def write(self, worker: int) -> None:
+        """A worker's write step: its renders in one write, then their acknowledgements."""
+        held = self.unwritten.pop(worker, [])
+        if not held:
+            return
+        rendered = [item for item, _ in held]
+        self.stores.write(records_batch(rendered), frozenset().union(*(ids for _, ids in held)))
+        self.check_reader_view()
+        for ack in written_acks(rendered):
+            self.send(("write", worker), ("commit", ack.ticket.doc_id), ack)
+
+    def check_reader_view(self) -> None:
+        """What a reader may see between writes: a document stored as PROCESSED has the
+        effect of the version that completed it and nothing of a later version of it (its
+        records, written by other workers, may not have moved on without it)."""
+        for doc_id, record in self.stores.documents.items():
+            if record.status is not DocumentStatus.PROCESSED:
+                continue
+            tickets = self.tickets_of[doc_id]
+            later = tickets[tickets.index(self.processed_at[doc_id]) + 1 :]
+            moved = set().union(*(self.deltas_of[t] for t in later)) & self.stores.applied
+            assert not moved, f"{doc_id} reads as PROCESSED with {moved} of a later version stored"
 
     def _chunk(self, receiver: object, task: ChunkTask) -> None:
         """Extraction then the chunk step (keyed by chunk id)."""
@@ -208,7 +266,7 @@ class Pipeline:
             self.chunk_states[chunk_id] = state
         for message in chunk_messages(outcome, deltas):
             if isinstance(message, ChunkSettled):
-                self.send(receiver, COMMIT, message)
+                self.send(receiver, ("commit", message.ticket.doc_id), message)
                 continue
             contribution = message.delta.contribution
             kind = "entity" if isinstance(contribution, EntityContribution) else "relation"
@@ -217,7 +275,8 @@ class Pipeline:
             self.send(receiver, (kind, contribution.key), message, self.next_delta)
 
     def _fold(self, key: object, tagged: TaggedDelta, delta_id: int) -> None:
-        """The entity or relation step for one batch of one delta, then the render step."""
+        """The entity or relation step for one batch of one delta, then the render step;
+        the render waits on the key's worker for its write."""
         contribution = tagged.delta.contribution
         acks = self.acks.setdefault(key, Counter())
         count_deltas(acks, [tagged])
@@ -228,7 +287,7 @@ class Pipeline:
         self.folded[key] = self.folded.get(key, frozenset()) | {delta_id}
         released = release_acks(acks)
         self.acks[key] = Counter()
-        rendered: CommitInput
+        rendered: EntityRendered | RelationRendered
         if isinstance(contribution, EntityContribution):
             record = RENDERER.entity(contribution.key, fragments or {})
             vector = vector_of(record.embedding_text) if record else None
@@ -241,19 +300,8 @@ class Pipeline:
             self.fragments.pop(key, None)
         else:
             self.fragments[key] = fragments
-        self.send(key, COMMIT, rendered, self.folded[key])
-
-    def flush(self) -> None:
-        """What `_CommitLogic` does after a batch; then check what the batch completes."""
-        if not self.buffer.has_writes():
-            return
-        batch = self.buffer.flush()
-        self.stores.write(batch, self.unflushed_renders)
-        self.unflushed_renders = {}
-        for completed in batch.completed:
-            missing = self.deltas_of[completed.ticket] - self.stores.applied
-            assert not missing, f"{completed.ticket} completed before deltas {missing} were stored"
-            self.completions.append(completed.ticket)
+        worker = sum(map(ord, repr(key))) % WORKERS
+        self.unwritten.setdefault(worker, []).append((rendered, self.folded[key]))
 
 
 def _chunk_id(task: ChunkTask) -> str:
@@ -269,17 +317,17 @@ def test_documents_complete_once_and_only_when_their_effects_are_stored(changes,
     events = [SourceEvent(change, f"test:{i}", float(i)) for i, change in enumerate(changes)]
     pipeline = Pipeline()
     pipeline.ingest(events)
-    while ready := pipeline.ready():
-        pipeline.deliver(data.draw(st.sampled_from(ready), label="deliver"))
-        if data.draw(st.booleans(), label="flush"):
-            pipeline.flush()
-        if data.draw(st.integers(0, 7), label="resume") == 0:  # a snapshot, through pickle
-            pipeline.buffer = pickle.loads(pickle.dumps(pipeline.buffer.snapshot()))
-    pipeline.flush()
-    buffer = pipeline.buffer
-    assert not buffer.progress and not buffer.current_chunks and not +buffer.in_flight, (
-        "the commit buffer keeps documents that have nothing in flight"
-    )
+    while (ready := pipeline.ready()) or pipeline.unwritten:
+        step = data.draw(st.integers(0, 9), label="step") if ready else 0
+        if step == 0 and pipeline.unwritten:  # a worker writes its renders
+            pipeline.write(data.draw(st.sampled_from(sorted(pipeline.unwritten)), label="write"))
+        elif step == 1 and pipeline.commits:  # a recovery snapshot of a document, by pickle
+            doc_id = data.draw(st.sampled_from(sorted(pipeline.commits)), label="snapshot")
+            state = pipeline.commits[doc_id].snapshot()
+            pipeline.commits[doc_id] = pickle.loads(pickle.dumps(state))
+        else:
+            pipeline.deliver(data.draw(st.sampled_from(ready), label="deliver"))
+    assert not pipeline.commits, "documents with nothing in flight keep commit state"
 
     counts = Counter(pipeline.completions)
     assert all(n == 1 for n in counts.values()), counts
@@ -297,3 +345,35 @@ def test_documents_complete_once_and_only_when_their_effects_are_stored(changes,
     assert stores.entity_vectors == set(expected.entities)
     assert stores.relation_vectors == set(expected.relations)
     assert stores.chunk_vectors == set(expected.chunks)
+
+
+def deliver_all_but(pipeline: Pipeline, held: Callable[[tuple, object], bool]) -> None:
+    """Deliver and write until nothing is left but messages `held(channel, message)`."""
+    while True:
+        ready = [c for c in pipeline.ready() if not held(c, pipeline.channels[c][0][0])]
+        if ready:
+            pipeline.deliver(ready[0])
+        elif pipeline.unwritten:
+            pipeline.write(min(pipeline.unwritten))
+        else:
+            return
+
+
+def test_an_edit_withdraws_a_processed_document_before_its_records_change():
+    """The edit's renders are written (on the workers that own the entities) before any of
+    its messages reach the document's commit; the document, PROCESSED at its first version,
+    must not read so while they change its records (check_reader_view runs at each write)."""
+    first = DocumentUpsert("a.md", "\n\n".join(SENTENCES[:2]), "a.md")
+    edit = DocumentUpsert("a.md", SENTENCES[2], "a.md")
+    pipeline = Pipeline()
+    pipeline.ingest([SourceEvent(first, "test:0", 0.0), SourceEvent(edit, "test:1", 1.0)])
+    v1, v2 = pipeline.tickets_of["a.md"]
+    deliver_all_but(pipeline, lambda channel, message: message.ticket == v2)
+    assert pipeline.completions == [v1]
+    assert pipeline.stores.documents["a.md"].status is DocumentStatus.PROCESSED
+    deliver_all_but(pipeline, lambda channel, message: channel[1] == ("commit", "a.md"))
+    assert "northwind labs" not in pipeline.stores.entities  # the edit's renders are written
+    assert pipeline.stores.documents["a.md"].status is DocumentStatus.PROCESSING
+    deliver_all_but(pipeline, lambda channel, message: False)
+    assert pipeline.completions == [v1, v2] and not pipeline.commits
+    assert pipeline.stores.documents["a.md"].status is DocumentStatus.PROCESSED

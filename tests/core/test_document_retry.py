@@ -53,16 +53,3 @@ def test_a_retry_without_failed_chunks_or_with_missing_chunks_changes_nothing():
     ):
         _, outcome = retry_document(STATE, retry)
         assert outcome.record is None and outcome.changes == ()
-
-
-def test_a_commit_buffer_snapshot_from_before_failed_chunks_resumes_with_none():
-    import pickle
-
-    from dataflow.core.commit import CommitBuffer
-
-    old = CommitBuffer()
-    del old.__dict__["failed_chunks"]  # what a snapshot taken by the previous version holds
-
-    resumed = pickle.loads(pickle.dumps(old))
-
-    assert resumed.failed_chunks == {}

@@ -2,11 +2,32 @@
 and the cluster flags a user can get wrong. Bytewax's own behaviour with these layouts
 (kill, resume, rescale) is tested end to end in test_cluster_recovery.py."""
 
+import base64
+import sqlite3
+import zlib
+
 import pytest
 
 from kgstream.cli import main
 from kgstream.commands.common import UserError
-from kgstream.recovery import prepare_recovery, read_partitions
+from kgstream.recovery import legacy_commit_in_flight, prepare_recovery, read_partitions
+
+# The snapshot of the single "commit" step that versions before partitioned commits took
+# (pickled by that version's code): document a.md in flight, its chunk settled, unacknowledged.
+LEGACY_COMMIT_SNAPSHOT = zlib.decompress(
+    base64.b64decode(
+        "eJxlU8tuEzEUjUoyk0BTHqooiE0WCLVFDc2iQmJDIa26CI8o6RaNnJk7sZWZceRHAotKsKArb1DNF/IDfALX"
+        "njwaMYoi+/r6nHPPvf5e/f3nTsV/ZjchiqQZn7djLgD/8pwpa7a7fvFepykIe2MPftgru2/qU8HHAqTEnamS"
+        "dp5YWjGNqL8MrzLDKRQJK8bWPN5kyDGNjEFac/+MxzqHQvUXqavLgWLxBJSlTRNclsv1WcLjiCFvaGqKT6BA"
+        "oAlJJ+SNenV8enLaaR9bPTKBAKRLrNnbpE8WnMi/s+QflKlLCrqH2IFURGlp6bN13rAM3VjT6A8+d8+Hw/Mz"
+        "+9MOcJ+yDKIpUdTp2o55oTA/okRSa7ZoBzNiqosJCkfi0K+POngXfRIwYzC3pmJNkEExRoxexeknkheWHpkH"
+        "KUH0JFojHLgC/Vb+568Pe+NrXbe81bwlgKWHvsYaVo3dRbaqgq/Y9efvMhZD6yPiEN1KuS4SSFqfuFB0zoqk"
+        "9YGMZBtlet+l7QX0BQ31CMt4KCDns02Rpk7mhCmnhb40d2HmLFEsB3vx9m85flhHKEEpLA8loqwmTp5DGC6C"
+        "q548orvr7tAn9Kke0df0EMcBMkVQy5YJZhArLtboF5XFd41meGGWnpjQ2akFoLV6JPFndmIthBO3sBSVhPso"
+        "Jry2v6w0DVZEacbGFB26F/MsQxrGC9fILlqk/ANxd3oV6aehSmJEoZdX5XA0gYjsW1TW6V9OKEAx4Ws2dSRG"
+        "k8qDhoCMlOAI2MFIszS0LK3MWY+w2+GLnWagEOwLZt8eFXeuR+1/qf+FSA=="
+    )
+)
 
 
 def test_each_process_of_a_new_cluster_makes_its_share_of_one_partition_per_worker(tmp_path):
@@ -46,6 +67,23 @@ def test_partitions_of_two_sets_in_one_directory_are_refused_with_their_names(tm
     (tmp_path / "b" / "part-1.sqlite3").rename(tmp_path / "a" / "part-1.sqlite3")
     with pytest.raises(UserError, match=r"different sets \(part-0 of 2, part-1 of 3\)"):
         read_partitions(tmp_path / "a")
+
+
+def test_documents_in_flight_in_a_snapshot_of_the_former_single_commit_step_are_named(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
+    assert legacy_commit_in_flight(made.directory) == []
+    with sqlite3.connect(made.directory / "part-0.sqlite3") as connection:
+        connection.execute(
+            "INSERT INTO snaps (step_id, state_key, snap_epoch, ser_change) VALUES (?, ?, ?, ?)",
+            ("kgstream.commit", "commit", 3, LEGACY_COMMIT_SNAPSHOT),
+        )
+    assert legacy_commit_in_flight(made.directory) == ["a.md"]
+    with sqlite3.connect(made.directory / "part-0.sqlite3") as connection:  # then a clean stop
+        connection.execute(
+            "INSERT INTO snaps (step_id, state_key, snap_epoch, ser_change) VALUES (?, ?, ?, ?)",
+            ("kgstream.commit", "commit", 4, None),
+        )
+    assert legacy_commit_in_flight(made.directory) == []
 
 
 @pytest.mark.parametrize(

@@ -561,6 +561,45 @@ def test_the_last_upsert_of_a_document_in_a_batch_decides_its_status(store: Grap
     assert sum(store.status_counts().values()) == 1
 
 
+def test_a_batch_withdraws_its_processed_documents_and_leaves_the_others(
+    store: GraphStore,
+) -> None:
+    """The batch of another worker's renders names the documents whose records it changes:
+    a PROCESSED one turns PROCESSING (status only, in the hash and the sets); one in any
+    other status, or with no record, is left as it is."""
+    store.apply(
+        GraphBatch(
+            document_upserts=(
+                document("done", DocumentStatus.PROCESSED, reason="kept"),
+                document("busy", DocumentStatus.PROCESSING),
+                document("bad", DocumentStatus.FAILED, reason="content is binary"),
+            )
+        ),
+        now=100.0,
+    )
+    version = store.apply(
+        GraphBatch(
+            entity_upserts=(entity("alice"),),
+            withdrawn_documents=("done", "busy", "bad", "gone"),
+        ),
+        now=200.0,
+    )
+
+    assert version == store.version() and "alice" in store.get_entities(["alice"])
+    stored = store.get_documents(["done", "busy", "bad", "gone"])
+    assert {d: s.record.status for d, s in stored.items()} == {
+        "done": DocumentStatus.PROCESSING,
+        "busy": DocumentStatus.PROCESSING,
+        "bad": DocumentStatus.FAILED,
+    }
+    assert stored["done"].record.reason == "kept" and stored["done"].updated_at == 100.0
+    assert store.documents_by_status(DocumentStatus.PROCESSING) == (["busy", "done"], 2)
+    assert store.status_counts()[DocumentStatus.PROCESSED] == 0
+    store.apply(GraphBatch(document_upserts=(document("done", DocumentStatus.PROCESSED),)))
+    assert store.documents_by_status(DocumentStatus.PROCESSED) == (["done"], 1)
+    assert store.documents_by_status(DocumentStatus.PROCESSING) == (["busy"], 1)
+
+
 # -- visibility and versions --------------------------------------------------
 
 
