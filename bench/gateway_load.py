@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,9 +116,13 @@ def write_in_batches(
 
 
 def query_until(
-    address: str, questions: Sequence[str], first_mode: int, until: float, log: ClientLog
+    address: str,
+    questions: Sequence[str],
+    first_mode: int,
+    done: Callable[[], bool],
+    log: ClientLog,
 ) -> None:
-    """Retrieve calls back to back until `until` (monotonic), cycling through the modes."""
+    """Retrieve calls back to back until `done()`, cycling through the modes."""
     import grpc
 
     from kgstream.query_command import build_request
@@ -127,7 +131,7 @@ def query_until(
     stub = retrieve_stub(channel)
     try:
         turn = 0
-        while time.monotonic() < until:
+        while not done():
             mode = MODES[(first_mode + turn) % len(MODES)]
             request = build_request(questions[turn % len(questions)], mode, None)
             turn += 1
@@ -164,7 +168,7 @@ def run_load(
     threads = [
         threading.Thread(
             target=query_until,
-            args=(address, questions, index, until, log),
+            args=(address, questions, index, lambda: time.monotonic() >= until, log),
             name=f"bench-client-{index}",
         )
         for index, log in enumerate(logs)

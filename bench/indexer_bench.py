@@ -5,6 +5,7 @@ Run from the repository root:
     .venv/bin/python bench/indexer_bench.py            # the README figures (~20 min on 2 cores)
     .venv/bin/python bench/indexer_bench.py --quick    # a smaller smoke run (~2.5 min)
     .venv/bin/python bench/indexer_bench.py --only llm --llm-docs 1000   # one section
+    .venv/bin/python bench/indexer_bench.py --only fresh-folder --query-clients 8  # under load
 
 What it measures, on the seeded corpus of bench/corpus.py (a fictional world,
 150-400 words a document, so one chunk each at the default 1,200-token chunks):
@@ -32,8 +33,11 @@ What it measures, on the seeded corpus of bench/corpus.py (a fictional world,
   (folder) or the producer's send (Kafka, acks=all) until Redis shows the
   document PROCESSED with the new content hash, polled every 2 ms from here.
   Edits are sequential (each waits for the previous to be visible); the first
-  few are warm-up and not counted. Each source is measured again with the
-  test-server embeddings, to show what is embedding and what is the rest.
+  few are warm-up and not counted. With `--query-clients N`, N threads call
+  Retrieve on the gateway back to back meanwhile (bench/gateway_load.py's
+  clients, the five modes in turn): freshness under query load. Each source is
+  measured again with the test-server embeddings, to show what is embedding and
+  what is the rest.
 
 Figures are printed, never asserted. The machine (cores, load) changes them a
 lot: the table ends with the facts to quote beside it.
@@ -67,6 +71,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.corpus import (  # noqa: E402
     DEFAULT_SEED,
+    build_world,
     corpus_words,
     generate_corpus,
     revise_document,
@@ -508,12 +513,15 @@ def clean_environment() -> dict[str, str]:
 
 @contextlib.contextmanager
 def kgstream_run(
-    arguments: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+    arguments: Sequence[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    grpc: str | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """`kgstream run ...` in its own session, with the default settings plus `env`;
-    stopped with SIGINT (as Ctrl-C) on exit. Its gateway serves on a free port (not
-    the default 50051, which another kgstream on this machine may hold)."""
-    grpc = f"127.0.0.1:{free_port()}"
+    stopped with SIGINT (as Ctrl-C) on exit. Its gateway serves on `grpc`, by default a
+    free port (not the default 50051, which another kgstream on this machine may hold)."""
+    grpc = grpc or f"127.0.0.1:{free_port()}"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "kgstream.cli", "run", *arguments, "--grpc", grpc],
@@ -681,7 +689,8 @@ def run_freshness_folder(
         arguments += ["--workers", str(args.workers)]
         env = {f"KGSTREAM_{key.upper()}": value for key, value in settings.items()}
         code = code_version()
-        with kgstream_run(arguments, log, env) as process:
+        grpc = f"127.0.0.1:{free_port()}"
+        with kgstream_run(arguments, log, env, grpc) as process:
             graph = attach_graph(data_dir, process, log)
             # An index built before earlier edits catches up on start: wait for that first.
             wait_caught_up(graph, corpus, process, log)
@@ -689,14 +698,69 @@ def run_freshness_folder(
             def save(doc_id: str, text: str) -> None:
                 (folder / doc_id).write_text(text, encoding="utf-8")
 
-            latencies = measure_edits(
-                corpus, args.edits, args.warmup, args.seed, save, graph, process, log
-            )
+            with query_load(grpc, args.query_clients, corpus, args.seed) as load:
+                latencies = measure_edits(
+                    corpus, args.edits, args.warmup, args.seed, save, graph, process, log
+                )
             graph.close()
+    if args.query_clients:
+        note += f"; {load.describe()}"
     report.freshness.append(
         FreshnessResult(label, latencies, len(corpus), f"{note}; in-place write", code)
     )
     progress(f"freshness (folder, {note}): p50 {percentile(latencies, 50) * 1000:.0f} ms")
+
+
+class QueryLoad:
+    """Client threads calling Retrieve on a running gateway, back to back, until stopped."""
+
+    def __init__(self, address: str, clients: int, questions: Sequence[str]) -> None:
+        from bench.gateway_load import ClientLog, query_until
+
+        self.logs = [ClientLog() for _ in range(clients)]
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(
+                target=query_until,
+                args=(address, questions, index, self._stop.is_set, log),
+                name=f"bench-client-{index}",
+            )
+            for index, log in enumerate(self.logs)
+        ]
+        self._began = self._ended = 0.0
+
+    def __enter__(self) -> QueryLoad:
+        self._began = time.monotonic()
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        self._ended = time.monotonic()
+
+    def describe(self) -> str:
+        calls = sum(len(log.versions) for log in self.logs)
+        errors = sum(len(log.errors) for log in self.logs)
+        rate = calls / max(self._ended - self._began, 1e-9)
+        return (
+            f"{len(self.logs)} clients querying: {calls:,} Retrieve calls ({rate:.0f}/s), "
+            f"{errors} errors"
+        )
+
+
+@contextlib.contextmanager
+def query_load(
+    address: str, clients: int, corpus: dict[str, str], seed: int
+) -> Iterator[QueryLoad]:
+    """`clients` threads querying the gateway at `address` meanwhile (none for 0)."""
+    from bench.gateway_bench import build_questions
+
+    questions = build_questions(build_world(seed), corpus, 400, seed) if clients else []
+    with QueryLoad(address, clients, questions) as load:
+        yield load
 
 
 def wait_caught_up(graph: Any, corpus: dict[str, str], process: Any, log: Path) -> None:
@@ -959,6 +1023,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="documents loaded through Kafka (default --docs)",
     )
     parser.add_argument("--kafka-partitions", type=int, default=3)
+    parser.add_argument(
+        "--query-clients",
+        type=int,
+        default=0,
+        help="client threads calling Retrieve on the gateway during the folder edits",
+    )
     parser.add_argument(
         "--only",
         nargs="+",
