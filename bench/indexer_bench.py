@@ -688,6 +688,7 @@ def run_freshness_folder(
         arguments = ["--watch", str(folder), "--data", str(data_dir)]
         arguments += ["--workers", str(args.workers)]
         env = {f"KGSTREAM_{key.upper()}": value for key, value in settings.items()}
+        env.update(run_settings(args.run_setting))
         code = code_version()
         grpc = f"127.0.0.1:{free_port()}"
         with kgstream_run(arguments, log, env, grpc) as process:
@@ -703,12 +704,25 @@ def run_freshness_folder(
                     corpus, args.edits, args.warmup, args.seed, save, graph, process, log
                 )
             graph.close()
+    if args.run_setting:
+        note += "; " + ", ".join(args.run_setting)
     if args.query_clients:
         note += f"; {load.describe()}"
     report.freshness.append(
         FreshnessResult(label, latencies, len(corpus), f"{note}; in-place write", code)
     )
     progress(f"freshness (folder, {note}): p50 {percentile(latencies, 50) * 1000:.0f} ms")
+
+
+def run_settings(assignments: Sequence[str]) -> dict[str, str]:
+    """`--run-setting name=value`s as the environment of `kgstream run`."""
+    env = {}
+    for assignment in assignments:
+        name, equals, value = assignment.partition("=")
+        if not equals or not name:
+            raise SystemExit(f"--run-setting takes name=value; got {assignment!r}")
+        env[f"KGSTREAM_{name.upper()}"] = value
+    return env
 
 
 class QueryLoad:
@@ -1023,6 +1037,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="documents loaded through Kafka (default --docs)",
     )
     parser.add_argument("--kafka-partitions", type=int, default=3)
+    parser.add_argument(
+        "--run-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a kgstream setting for the folder freshness run (repeatable)",
+    )
     parser.add_argument(
         "--query-clients",
         type=int,

@@ -22,6 +22,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from connectors.embeddings.base import Embedder
@@ -83,6 +84,7 @@ from gateway.types import (
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known
+_SLOT_POLL_SECONDS = 0.05  # a call waiting for a retrieval slot checks its deadline this often
 _MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
 _MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's own searches
 _BRIDGE_WEIGHT = 0.7
@@ -116,15 +118,26 @@ class EngineOptions:
     `max_version_waits`: calls waiting for `min_index_version` at once; one more is
     RESOURCE_EXHAUSTED at once. Keep it under the gateway's gRPC workers (16), so waiting
     calls never hold the workers that health checks and other calls need.
+    `max_concurrent_retrievals`: retrievals running at once (embedding the question, the
+    store searches, the context); a call beyond them waits for a slot within its deadline
+    (0: no bound). Retrieval is CPU work under the GIL: in `kgstream run` the gateway
+    shares its process with the indexer, and each retrieval running takes an equal share
+    of it, so the bound is what keeps indexing going under query load.
     `limits`: the largest request taken (gateway/types.py says why each limit exists).
     """
 
     answer_cache_size: int = 1024
     version_wait_seconds: float = 30.0
     max_version_waits: int = 8
+    max_concurrent_retrievals: int = 0
     limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
+        if self.max_concurrent_retrievals < 0:
+            raise ValueError(
+                "EngineOptions.max_concurrent_retrievals must be >= 0 (0: no bound); "
+                f"got {self.max_concurrent_retrievals}"
+            )
         if self.max_version_waits < 1:
             raise ValueError(
                 f"EngineOptions.max_version_waits must be >= 1; got {self.max_version_waits}"
@@ -323,6 +336,8 @@ class QueryEngine:
         self.answer_cache = AnswerCache(self.options.answer_cache_size)
 
         self._version_waits = threading.BoundedSemaphore(self.options.max_version_waits)
+        slots = self.options.max_concurrent_retrievals
+        self._retrieval_slots = threading.BoundedSemaphore(slots) if slots else None
 
     def validate(self, params: QueryParams) -> None:
         validate(params, self.options.limits)
@@ -415,7 +430,27 @@ class QueryEngine:
 
     def _retrieve_at(self, params: QueryParams, version: int, call: CallDeadline) -> Retrieval:
         call.check("keyword extraction")
-        keywords = self._keywords_for(params)
+        keywords = self._keywords_for(params)  # may wait on the LLM: outside a slot
+        with self._retrieval_slot(call):
+            return self._retrieve_with(params, keywords, version, call)
+
+    @contextmanager
+    def _retrieval_slot(self, call: CallDeadline) -> Iterator[None]:
+        """One of `max_concurrent_retrievals`, waited for until the call is abandoned."""
+        slots = self._retrieval_slots
+        if slots is None:
+            yield
+            return
+        while not slots.acquire(timeout=_SLOT_POLL_SECONDS):
+            call.check("a retrieval slot came free")
+        try:
+            yield
+        finally:
+            slots.release()
+
+    def _retrieve_with(
+        self, params: QueryParams, keywords: Keywords, version: int, call: CallDeadline
+    ) -> Retrieval:
         call.check("embedding the question and keywords")
         scope = Scope(params.doc_ids, params.file_path_prefix)
         mode = params.mode

@@ -111,6 +111,10 @@ class Settings:
     # may wait at once (each holds one of the gateway's 16 workers; keep it well below)
     version_wait_seconds: float = 30.0
     max_version_waits: int = 8
+    # retrievals running at once; more calls wait for a slot (within their deadline). Unset:
+    # 1 in `kgstream run`, whose indexer shares the process (and its GIL), so queries cannot
+    # take its share; no bound in `kgstream serve`. 0: no bound.
+    max_concurrent_retrievals: int | None = None
     # operations
     metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
     log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
@@ -137,6 +141,11 @@ class Settings:
                 raise SettingsError(f"{name}: {error}") from error
         if self.max_version_waits < 1:
             raise SettingsError(f"max_version_waits must be >= 1; got {self.max_version_waits}")
+        if self.max_concurrent_retrievals is not None and self.max_concurrent_retrievals < 0:
+            raise SettingsError(
+                "max_concurrent_retrievals must be >= 0 (0: no bound); "
+                f"got {self.max_concurrent_retrievals}"
+            )
         if not self.version_wait_seconds >= 0:
             raise SettingsError(
                 f"version_wait_seconds must be >= 0; got {self.version_wait_seconds}"

@@ -78,7 +78,9 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
             source = _live_source(settings, args, components.stores.graph, metrics)
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
-                engine = build_engine(settings, stores, embedder, metrics, client)
+                engine = build_engine(
+                    settings, stores, embedder, metrics, client, beside_indexer=True
+                )
                 gateway = start_gateway(settings, engine, stores, _watched_folder(settings, args))
             if settings.kafka_bootstrap_servers and args.watch is None:
                 from kgstream.telemetry import ConsumerLagReporter

@@ -15,6 +15,7 @@ from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.llm.client import ChatClient, LLMOptions
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
@@ -216,6 +217,75 @@ def test_reflection_v1_answers_like_v1alpha(engine: QueryEngine, corpus: Corpus)
         (by_v1alpha,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
     assert by_v1 == by_v1alpha
     assert len(by_v1.file_descriptor_response.file_descriptor_proto) == 2  # and events.proto
+
+
+# -- bounded retrievals ----------------------------------------------------------------------
+
+
+def slow_embedding_engine(
+    corpus: Corpus, embeddings: OpenAICompatibleServer, slots: int
+) -> QueryEngine:
+    """An engine over the corpus whose question embeddings come from the test server (its
+    requests in flight show how many retrievals run at once)."""
+    embedder = OpenAIEmbedder(
+        OpenAIEmbeddingOptions(base_url=embeddings.base_url, model="test-embedding-model")
+    )
+    return QueryEngine(
+        corpus.stores,
+        embedder,
+        TOKENIZER,
+        OfflineKeywordExtractor(),
+        options=EngineOptions(max_concurrent_retrievals=slots),
+    )
+
+
+def test_retrievals_beyond_the_bound_wait_for_a_slot_and_then_answer(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    llm_server.delay_seconds = 0.3
+    engine = slow_embedding_engine(corpus, llm_server, slots=2)
+    with running_gateway(engine, corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        replies: list[pb.QueryResponse] = []
+
+        def ask(number: int) -> None:
+            request = pb.QueryRequest(question=f"{QUESTION} ({number})", mode=pb.QUERY_MODE_NAIVE)
+            replies.append(stub.Retrieve(request, timeout=30))
+
+        callers = [threading.Thread(target=ask, args=(n,)) for n in range(6)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+    assert len(replies) == 6 and all(reply.chunks for reply in replies)
+    assert llm_server.embedding_calls == 6
+    assert llm_server.max_in_flight == 2  # six callers at once, two retrievals at a time
+
+
+def test_a_call_waiting_for_a_retrieval_slot_ends_at_its_deadline(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    engine = slow_embedding_engine(corpus, llm_server, slots=1)
+    llm_server.stall_next(5.0)  # the first retrieval holds the only slot for 5 s
+    options = ServerOptions(address="127.0.0.1:0", max_workers=2)
+    with running_gateway(engine, corpus.stores.graph, options) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        request = pb.QueryRequest(question=QUESTION, mode=pb.QUERY_MODE_NAIVE)
+        first = threading.Thread(target=lambda: stub.Retrieve(request, timeout=30))
+        first.start()
+        assert llm_server.wait_for(lambda: llm_server.in_flight == 1)
+        began = time.monotonic()
+        code, _ = status_of(lambda: stub.Retrieve(request, timeout=0.5))
+        waited = time.monotonic() - began
+        # The waiting call gave its gRPC worker back at its deadline: the second of the two
+        # workers serves another call while the first retrieval still holds the slot.
+        listed = stub.ListDocuments(pb.ListDocumentsRequest(), timeout=2.0)
+        still_stalled = llm_server.in_flight == 1
+        first.join()
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert waited < 3.0  # at its own deadline, not when the slot came free
+    assert listed.total > 0 and still_stalled
+    assert llm_server.embedding_calls == 1  # the second call never embedded
 
 
 # -- deadlines and read-your-writes --------------------------------------------------------

@@ -87,6 +87,20 @@ def test_embedding_threads_default_to_the_cores_and_reach_the_model(monkeypatch)
         load_settings({"KGSTREAM_EMBEDDING_THREADS": "-1"})
 
 
+def test_retrievals_are_bounded_beside_the_indexer_unless_set():
+    from kgstream.assembly import engine_options
+
+    unset = load_settings({})
+    assert engine_options(unset, beside_indexer=True).max_concurrent_retrievals == 1
+    assert engine_options(unset, beside_indexer=False).max_concurrent_retrievals == 0
+    four = load_settings({"KGSTREAM_MAX_CONCURRENT_RETRIEVALS": "4"})
+    assert engine_options(four, beside_indexer=True).max_concurrent_retrievals == 4
+    unbounded = load_settings({"KGSTREAM_MAX_CONCURRENT_RETRIEVALS": "0"})
+    assert engine_options(unbounded, beside_indexer=True).max_concurrent_retrievals == 0
+    with pytest.raises(SettingsError, match="max_concurrent_retrievals"):
+        load_settings({"KGSTREAM_MAX_CONCURRENT_RETRIEVALS": "-1"})
+
+
 def test_the_dead_letter_topic_is_a_setting_shown_by_config(capsys, monkeypatch):
     assert load_settings({}).dlq_topic is None
     assert load_settings({"KGSTREAM_DLQ_TOPIC": "docs.dead"}).dlq_topic == "docs.dead"
