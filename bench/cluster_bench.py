@@ -51,6 +51,7 @@ from bench.indexer_bench import (  # noqa: E402
     machine_facts,
     progress,
     stop_process,
+    wait_processed,
 )
 
 TOPIC = "kgstream.bench.cluster"
@@ -97,20 +98,9 @@ def scrape(address: str) -> ProcessFigures:
     return figures
 
 
-def processed(redis_url: str) -> int:
-    from connectors.redis.graph_store import GraphStore
-    from dataflow.core.documents import DocumentStatus
-
-    graph = GraphStore.from_url(redis_url)
-    try:
-        counts = graph.status_counts()
-        return counts.get(DocumentStatus.PROCESSED, 0) + counts.get(DocumentStatus.FAILED, 0)
-    finally:
-        graph.close()
-
-
 def run(args: argparse.Namespace, work: Path) -> None:
     from connectors.kafka.producer import DocumentEventProducer
+    from connectors.redis.graph_store import GraphStore
     from dataflow.core.documents import DocumentUpsert
     from tests.support.kafka import KafkaBroker
     from tests.support.redis import RedisTestServer
@@ -159,14 +149,9 @@ def run(args: argparse.Namespace, work: Path) -> None:
             processes.append(process)
             stack.callback(stop_process, process)
         progress(f"{args.processes} process(es) x {args.workers} worker(s) started")
-        deadline = time.monotonic() + LOAD_TIMEOUT_SECONDS
-        while processed(redis_server.url) < len(corpus):
-            for index, process in enumerate(processes):
-                if process.poll() is not None:
-                    raise SystemExit(f"process {index} exited; see {work}/process-{index}.log")
-            if time.monotonic() > deadline:
-                raise SystemExit(f"not all documents PROCESSED in an hour; see {work}")
-            time.sleep(0.1)  # a poll of the index, not a wait standing in for one
+        graph = GraphStore.from_url(redis_server.url)
+        stack.callback(graph.close)
+        wait_processed(graph, len(corpus), processes, work, LOAD_TIMEOUT_SECONDS)
         seconds = time.perf_counter() - began
         figures = [scrape(address) for address in metrics]
     print_report(args, len(corpus), seconds, figures, load_before)

@@ -612,7 +612,11 @@ def wait_visible(graph: Any, doc_id: str, content_hash: str, process: Any, log: 
         time.sleep(POLL_SECONDS)
 
 
-def wait_processed(graph: Any, count: int, process: Any, log: Path, timeout: float) -> None:
+def wait_processed(
+    graph: Any, count: int, processes: Sequence[Any], log: Path, timeout: float
+) -> None:
+    """Until `count` documents are PROCESSED or FAILED; fails when one of the `kgstream run`
+    `processes` exits first (`log`: where to look)."""
     from dataflow.core.documents import DocumentStatus
 
     deadline = time.monotonic() + timeout
@@ -625,8 +629,9 @@ def wait_processed(graph: Any, count: int, process: Any, log: Path, timeout: flo
             raise TimeoutError(
                 f"only {done} of {count} documents indexed in {timeout} s; see {log}"
             )
-        if process.poll() is not None:
-            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
+        for process in processes:
+            if process.poll() is not None:
+                raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
         time.sleep(0.05)
 
 
@@ -866,7 +871,7 @@ def _kafka_edits(
         with kgstream_run(arguments, log, env) as process:
             began = time.perf_counter()
             graph = attach_graph(data_dir, process, log)
-            wait_processed(graph, len(corpus), process, log, timeout=3600)
+            wait_processed(graph, len(corpus), [process], log, timeout=3600)
             report.notes.append(
                 f"Kafka initial load ({note}): {len(corpus)} docs indexed in "
                 f"{time.perf_counter() - began:.1f} s after `kgstream run --kafka` started "
