@@ -68,9 +68,11 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
         client = build_chat_client(settings, metrics)
         try:
             engine = build_engine(settings, stores, embedder, metrics, client)
+            stop = _stop_on_signal()  # before the banner: a signal after it is a clean stop
             gateway = start_gateway(settings, engine, stores)
             try:
-                _wait_for_stop_signal()
+                while not stop.wait(1.0):
+                    pass
             finally:
                 gateway.stop(grace=2)
         finally:
@@ -80,17 +82,14 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait_for_stop_signal() -> None:
-    """Block until SIGINT or SIGTERM (a container stop)."""
+def _stop_on_signal() -> threading.Event:
+    """An event that SIGINT (Ctrl-C) and SIGTERM (a container stop) set from now on."""
     import signal
 
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(1.0):
-            pass
-    except KeyboardInterrupt:
-        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
 
 
 def command_query(settings: Settings, args: argparse.Namespace) -> int:
