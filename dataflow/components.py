@@ -61,6 +61,9 @@ class Components:
     stores: Stores
     render_concurrency: int = 1
     coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
+    # At most this many chunks of one document go to extraction per round of the dataflow
+    # (0: no bound), so a large document streams through and does not hold up the others.
+    chunks_per_round: int = 64
     on_commit: Callable[[CommitBatch], None] | None = None
     on_close: Callable[[], None] | None = None  # e.g. the LLM client's (flushes its cache)
     observer: IndexObserver | None = None

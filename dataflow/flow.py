@@ -6,7 +6,8 @@ only routes them through Bytewax, with the commit protocol of
 dataflow/core/commit.py on top so the stores know when a document is whole.
 
     events ─ key doc_id ─ document ─┬─ DocumentPending ──────────────────────────────┐
-                                     └─ ChunkTask ─ extract (batch: LLM + embed)       │
+                                     └─ ChunkTask ─ release chunks (a few per round) ─ │
+                                           ─ extract (batch: LLM + embed)              │
                                            ─ key chunk_id ─ chunk ─┬─ ChunkSettled ────┤
                                                                    └─ TaggedDelta      │
                        ┌───────────────────────────────────────────────┘               │
@@ -118,7 +119,17 @@ def build_flow(
     split = op.branch("split_document", documents, _is_pending)
     pending: Stream[DocumentPending] = split.trues
     tasks = cast(Stream[ChunkTask], split.falses)  # branch types its falses as the input
-    outcomes: Stream[ChunkOutcome] = op.flat_map_batch("extract", tasks, _extract_step(components))
+    by_task_doc: KeyedStream[ChunkTask] = op.key_on("key_task_doc", tasks, _ticket_doc_id)
+    per_round = components.chunks_per_round
+    released: Stream[ChunkTask] = op.key_rm(
+        "unkey_task_doc",
+        op.stateful_batch(
+            "release_chunks", by_task_doc, lambda resume: _ReleaseLogic(resume, per_round)
+        ),
+    )
+    outcomes: Stream[ChunkOutcome] = op.flat_map_batch(
+        "extract", released, _extract_step(components)
+    )
     by_chunk: KeyedStream[ChunkOutcome] = op.key_on("key_chunk", outcomes, _chunk_id)
     chunk_items: Stream[TaggedDelta | ChunkSettled] = op.key_rm(
         "unkey_chunk", op.stateful_flat_map("chunk", by_chunk, _chunk_step)
@@ -174,7 +185,7 @@ def _chunk_id(outcome: ChunkOutcome) -> str:
     return outcome.chunk_id
 
 
-def _ticket_doc_id(item: DocumentCommitInput) -> str:
+def _ticket_doc_id(item: DocumentCommitInput | ChunkTask) -> str:
     return item.ticket.doc_id
 
 
@@ -221,6 +232,63 @@ def _document_step(components: Components) -> DocumentStep:
         return new_state, document_messages(event, outcome)
 
     return step
+
+
+# -- releasing chunks to extraction -------------------------------------------
+
+
+class _ReleaseLogic(StatefulBatchLogic[ChunkTask, ChunkTask, list[ChunkTask]]):
+    """One document's chunk tasks on their way to extraction (keyed by doc id): at most
+    `per_round` chunks to extract per round of the dataflow (0: no bound), in order.
+
+    Bytewax runs a worker's steps in rounds, and the extract step takes everything queued
+    for it, so without a bound a large document's thousands of chunks are one extraction,
+    with nothing of it committed or shown until all are done. Released a piece per round
+    (the rest asks to be called again at once), its chunks go through extraction,
+    rendering and the commit in pieces, and its record shows how many have settled.
+    Retractions cost no extraction: they do not count, but keep their place in the order.
+    At the end of the input (a one-shot run, or a stop) whatever is left goes at once.
+
+    What this does not do (docs/design.md, "Large documents"): let documents that arrive
+    later overtake. Bytewax polls a source only once the previous epoch is done, and a
+    notification emits at the step's oldest open epoch, so while rounds outlast the
+    epoch interval the source waits for the large document's last piece.
+    """
+
+    def __init__(self, resume: list[ChunkTask] | None, per_round: int) -> None:
+        self.queue: list[ChunkTask] = resume or []
+        self.per_round = per_round
+
+    def on_batch(self, values: list[ChunkTask]) -> tuple[Iterable[ChunkTask], bool]:
+        self.queue.extend(values)
+        return self._release()
+
+    def on_notify(self) -> tuple[Iterable[ChunkTask], bool]:
+        return self._release()
+
+    def on_eof(self) -> tuple[Iterable[ChunkTask], bool]:
+        # Bytewax calls nothing after the end of the input (a one-shot run, a stop): the
+        # rest goes now, so the run still ends with every document complete.
+        released, self.queue = self.queue, []
+        return released, StatefulBatchLogic.DISCARD
+
+    def notify_at(self) -> datetime | None:
+        return datetime.now(UTC) if self.queue else None
+
+    def snapshot(self) -> list[ChunkTask]:
+        return list(self.queue)  # the tasks are immutable
+
+    def _release(self) -> tuple[Iterable[ChunkTask], bool]:
+        cut, extractions = len(self.queue), 0
+        if self.per_round:
+            for index, task in enumerate(self.queue):
+                if isinstance(task.change, ChunkAdded):
+                    if extractions == self.per_round:
+                        cut = index
+                        break
+                    extractions += 1
+        released, self.queue = self.queue[:cut], self.queue[cut:]
+        return released, not self.queue
 
 
 # -- extraction (batch) -------------------------------------------------------

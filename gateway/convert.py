@@ -252,4 +252,6 @@ def document_to_proto(stored: StoredDocument) -> pb.Document:
         reason=record.reason,
         created_at_ms=round(stored.created_at * 1000),
         updated_at_ms=round(stored.updated_at * 1000),
+        chunks_settled=record.chunks_settled,
+        chunks_changed=record.chunks_changed,
     )

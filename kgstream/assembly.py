@@ -162,6 +162,7 @@ def build_components(
         stores=stores,
         render_concurrency=render_concurrency,
         coalesce_seconds=coalesce_seconds,
+        chunks_per_round=settings.document_chunks_per_round,
         observer=observer,
         on_close=client.close if client is not None else None,
         outages=OutageWait(

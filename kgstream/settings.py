@@ -45,6 +45,10 @@ class Settings:
     workspace: str = "default"
     # documents and chunking (LightRAG defaults)
     max_document_bytes: int = 10_000_000
+    # at most this many chunks of one document go to extraction per round of the dataflow
+    # (0: no bound): a large document streams through, showing progress, and the documents
+    # that arrive meanwhile go in the next round instead of waiting for all of it
+    document_chunks_per_round: int = 64
     chunk_token_size: int = 1200
     chunk_overlap_tokens: int = 100
     split_by_character: str | None = None
@@ -153,6 +157,11 @@ class Settings:
         if (self.grpc_tls_cert_path is None) != (self.grpc_tls_key_path is None):
             raise SettingsError(
                 "grpc_tls_cert_path and grpc_tls_key_path go together (TLS needs both)"
+            )
+        if self.document_chunks_per_round < 0:
+            raise SettingsError(
+                "document_chunks_per_round must be >= 0 (0: no bound); "
+                f"got {self.document_chunks_per_round}"
             )
         if self.embedding_threads < 0:
             raise SettingsError(

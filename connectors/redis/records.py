@@ -172,6 +172,8 @@ def document_fields(record: DocumentRecord, updated_at: str) -> HashFields:
         "length": str(record.length),
         "reason": record.reason,
         "failed_chunk_ids": dump_list(record.failed_chunk_ids),
+        "chunks_settled": str(record.chunks_settled),
+        "chunks_changed": str(record.chunks_changed),
         "updated_at": updated_at,
     }
 
@@ -187,6 +189,8 @@ def document_from(fields: dict[str, str]) -> StoredDocument:
         length=int(fields["length"]),
         reason=fields["reason"],
         failed_chunk_ids=load_list(fields.get("failed_chunk_ids", "[]")),  # older records: none
+        chunks_settled=int(fields.get("chunks_settled", "0")),
+        chunks_changed=int(fields.get("chunks_changed", "0")),
     )
     return StoredDocument(
         record=record,

@@ -330,6 +330,8 @@ class DocumentCommit:
         elif isinstance(item, ChunkSettled):
             self._version(item.ticket).settled[item.chunk_id] = item
             self._write_vector(item)
+            if self.current == item.ticket and not self.current_done:
+                self._show_progress(self.versions[item.ticket.token])
         else:
             self._version(item.ticket).acks[item.chunk_id] += item.count
         self._check()
@@ -376,11 +378,24 @@ class DocumentCommit:
             if pending.record is not None
             else frozenset()
         )
-        if pending.record is not None and pending.awaiting:
-            processing = replace(pending.record, status=DocumentStatus.PROCESSING)
-            self.document = (ticket.doc_id, processing)
+        self._show_progress(version)
         for settled in version.settled.values():
             self._write_vector(settled)
+
+    def _show_progress(self, version: _Version) -> None:
+        """The record of a version in flight: PROCESSING, with how many of its changed
+        chunks have settled (written with the next flush, so a reader follows a large
+        document's progress)."""
+        pending = version.pending
+        if pending is None or pending.record is None or not pending.awaiting:
+            return
+        processing = replace(
+            pending.record,
+            status=DocumentStatus.PROCESSING,
+            chunks_settled=len(version.settled),  # a version's settles are of its awaited chunks
+            chunks_changed=len(pending.awaiting),
+        )
+        self.document = (pending.ticket.doc_id, processing)
 
     def _write_vector(self, settled: ChunkSettled) -> None:
         # A chunk's vector depends only on its id (doc id + text), so any settle may write

@@ -254,3 +254,7 @@ class DocumentRecord:
     length: int = 0
     reason: str = ""
     failed_chunk_ids: tuple[str, ...] = ()  # FAILED by extraction: the chunks that failed
+    # PROCESSING only: of the `chunks_changed` chunks this version extracts or retracts,
+    # `chunks_settled` are done (a large document streams through in pieces); 0 otherwise
+    chunks_settled: int = 0
+    chunks_changed: int = 0

@@ -70,6 +70,8 @@ def status_data(graph: Any) -> dict[str, Any]:
     counts = graph.status_counts()
     failed_ids, _ = graph.documents_by_status(DocumentStatus.FAILED, 0, 1000)
     failed = graph.get_documents(failed_ids)
+    processing_ids, _ = graph.documents_by_status(DocumentStatus.PROCESSING, 0, 10)
+    processing = graph.get_documents(processing_ids)
     dead_count, newest = graph.dead_letters(limit=5)
     return {
         "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
@@ -83,6 +85,16 @@ def status_data(graph: Any) -> dict[str, Any]:
                 {"origin": origin, "reason": reason, "at": at} for origin, reason, at in newest
             ],
         },
+        "in_progress": [
+            {
+                "doc_id": doc_id,
+                "file_path": processing[doc_id].record.file_path,
+                "chunks_settled": processing[doc_id].record.chunks_settled,
+                "chunks_changed": processing[doc_id].record.chunks_changed,
+            }
+            for doc_id in processing_ids
+            if doc_id in processing
+        ],
         "failures": [
             {
                 "doc_id": doc_id,
@@ -109,6 +121,11 @@ def print_status(graph: Any, as_json: bool) -> None:
         print(f"consumer lag: {lag}")
     if data["source_hold"]:
         print(f"source holding: {data['source_hold']}; its documents are kept until it is back")
+    for document in data["in_progress"]:
+        print(
+            f"  PROCESSING {document['doc_id']}: {document['chunks_settled']} of "
+            f"{document['chunks_changed']} changed chunks done"
+        )
     for failure in data["failures"]:
         print(f"  FAILED {failure['doc_id']}: {failure['reason']}")
     if any(failure["retryable"] for failure in data["failures"]):

@@ -75,6 +75,39 @@ def test_a_document_completes_only_with_the_acknowledgement_of_its_last_delta():
     assert commit.idle()
 
 
+def test_a_version_in_flight_shows_how_many_of_its_changed_chunks_have_settled():
+    """Each flush while the current version is in flight writes its PROCESSING record with
+    its progress; a settle of a superseded version counts for nothing, and the completed
+    record carries no progress."""
+    commit = DocumentCommit()
+    commit.add(pending("v1", [OLD], awaiting=("chunk-old",)))
+    commit.add(pending("v2", [NEW, KEPT], awaiting=("chunk-new", "chunk-kept")))
+    first = commit.flush().document_upserts[0]
+    assert (first.status, first.chunks_settled, first.chunks_changed) == (
+        DocumentStatus.PROCESSING,
+        0,
+        2,
+    )
+    commit.add(settled("v1", OLD))
+    assert commit.flush().document_upserts == ()
+    commit.add(settled("v2", NEW))
+    second = commit.flush().document_upserts[0]
+    assert (second.status, second.chunks_settled, second.chunks_changed) == (
+        DocumentStatus.PROCESSING,
+        1,
+        2,
+    )
+    commit.add(settled("v2", KEPT))
+    done = commit.flush()
+    assert [d.ticket.token for d in done.completed] == ["v2"]
+    final = done.document_upserts[0]
+    assert (final.status, final.chunks_settled, final.chunks_changed) == (
+        DocumentStatus.PROCESSED,
+        0,
+        0,
+    )
+
+
 def test_a_superseded_version_never_completes_and_the_current_one_waits_for_it_to_drain():
     """v2 is drained first, but v1's renders are still to be written (and they withdraw
     the document from PROCESSED when they are): v2 completes only after them."""

@@ -1,6 +1,10 @@
 """The real Bytewax dataflow, end to end into real Redis and Qdrant Edge."""
 
+import time
+from datetime import timedelta
+
 import pytest
+from bytewax.testing import TestingSource
 
 from connectors.folder.source import FolderSource, FolderSourceOptions
 from connectors.vectors.base import VectorKind
@@ -147,3 +151,65 @@ def test_an_initial_load_commits_as_it_goes_not_all_at_the_end(components, tmp_p
     run_flow(components, source)
     assert sum(completed) == 40
     assert max(completed) <= 5, completed
+
+
+def open_until(condition, source_events, deadline_seconds: float = 120.0) -> TestingSource:
+    """A source that hands on `source_events`, then stays open (ending nothing, as a live
+    one does) until `condition()` holds."""
+
+    def items():
+        yield from source_events
+        deadline = time.monotonic() + deadline_seconds
+        while not condition():
+            assert time.monotonic() < deadline, "the condition never held"
+            yield TestingSource.PAUSE(timedelta(milliseconds=5))
+
+    return TestingSource(items())
+
+
+def large_document(chunks: int) -> str:
+    """A document of about `chunks` chunks (the harness's 60-token chunks, split on blank
+    lines), every paragraph naming other people so each chunk has its own entities."""
+    return "\n\n".join(
+        f"Person{n} Moreau met Person{n + 1} Tanaka at the Atlas Summit in City{n}. "
+        f"They agreed that Company{n} Labs would fund Project{n} for three more years."
+        for n in range(chunks)
+    )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_large_document_streams_through_in_pieces_showing_its_progress(components, workers):
+    """A large document goes to extraction a few chunks per round, so each write says how
+    many of its changed chunks are done, and a small document the source hands on right
+    behind it (in the same epoch) completes first instead of waiting for all of it."""
+    big, small = (
+        DocumentUpsert("big.md", large_document(48), "big.md"),
+        DocumentUpsert("small.md", CARLA, "small.md"),
+    )
+    completed: list[str] = []
+    progress: list[tuple[int, int]] = []
+
+    def on_commit(batch) -> None:
+        completed.extend(done.ticket.doc_id for done in batch.completed)
+        progress.extend(
+            (record.chunks_settled, record.chunks_changed)
+            for record in batch.document_upserts
+            if record.doc_id == "big.md" and record.status is DocumentStatus.PROCESSING
+        )
+
+    components.on_commit = on_commit
+    components.chunks_per_round = 4
+    # A live source: at the end of its input the rest of a document goes at once
+    run_flow(
+        components,
+        open_until(lambda: "big.md" in completed, events([big, small])),
+        entry_point_for(workers),
+    )
+    assert completed.index("small.md") < completed.index("big.md"), (completed, progress)
+    changed = {total for _, total in progress}
+    assert len(changed) == 1 and changed.pop() >= 40, progress
+    settled = [done for done, _ in progress]
+    assert settled == sorted(settled), progress
+    assert len({done for done in settled if 0 < done < 40}) >= 5, progress
+    index = stored(components)
+    assert index.graph == fresh_build([big, small])  # PROCESSED records carry no progress

@@ -134,6 +134,59 @@ def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
     assert all(d["status"] == "PROCESSED" for d in exported["documents"])
 
 
+def progress(data: Path, doc_id: str) -> tuple[int, int]:
+    """(chunks settled, chunks changed) of a document a running kgstream is processing."""
+    if not (data / "redis" / "redis.sock").exists():
+        return 0, 0
+    graph, embedded = open_graph_store(StoreLocations(data))
+    assert embedded is None
+    stored = graph.get_documents([doc_id]).get(doc_id)
+    if stored is None or stored.record.status is not DocumentStatus.PROCESSING:
+        return 0, 0
+    return stored.record.chunks_settled, stored.record.chunks_changed
+
+
+def test_kill_9_while_a_large_document_streams_through_then_restart_equals_a_replay(
+    kafka_broker, topic, env, llm_server, tmp_path
+):
+    """A large document goes to extraction a few chunks per round and shows its progress;
+    the chunks still waiting their turn are keyed state, so a kill -9 partway and a restart
+    index it exactly as a run that was never interrupted."""
+    env = {
+        **env,
+        "KGSTREAM_CHUNK_TOKEN_SIZE": "100",
+        "KGSTREAM_CHUNK_OVERLAP_TOKENS": "10",
+        "KGSTREAM_DOCUMENT_CHUNKS_PER_ROUND": "8",
+    }
+    kafka = ["--kafka", kafka_broker.bootstrap_servers, "--topic", topic]
+    killed, reference = tmp_path / "killed", tmp_path / "reference"
+    paragraphs = (
+        f"{PEOPLE[n % 6]} met {PEOPLE[(n + 1) % 6]} of {ORGS[n % 4]} in {CITIES[n % 4]} "
+        f"to plan report {n}, due in {2000 + n}."
+        for n in range(300)
+    )
+    large = DocumentUpsert("large", "\n\n".join(paragraphs), "reports/large.md")
+    produce(kafka_broker, topic, [large, *(document(i) for i in range(4))])
+    llm_server.delay_seconds = 0.05
+
+    running = kgstream("run", *kafka, "--data", str(killed), "--no-serve", env=env)
+    wait_until(lambda: progress(killed, "large")[0] >= 24, 120, "the large document's progress")
+    settled, changed = progress(killed, "large")
+    assert settled < changed, (settled, changed)
+    running.send_signal(signal.SIGKILL)
+    running.communicate(timeout=30)
+    llm_server.delay_seconds = 0.0
+
+    finish(
+        kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", "--no-serve", env=env)
+    )
+    finish(kgstream("replay", *kafka, "--data", str(reference), env=env))
+    exported = export(killed, env)
+    assert exported == export(reference, env)
+    assert len(exported["documents"]) == 5
+    assert all(d["status"] == "PROCESSED" for d in exported["documents"])
+
+
 def test_undecodable_messages_go_to_the_dead_letter_topic_and_show_in_status(
     kafka_broker, topic, env, tmp_path
 ):

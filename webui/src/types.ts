@@ -71,6 +71,8 @@ export interface Document {
   reason: string;
   created_at_ms: number;
   updated_at_ms: number;
+  chunks_settled: number; // while processing: of chunks_changed, how many are done
+  chunks_changed: number;
 }
 
 export interface DocumentPage {

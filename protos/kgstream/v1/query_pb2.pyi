@@ -302,7 +302,7 @@ class GetSubgraphResponse(_message.Message):
     def __init__(self, entities: _Optional[_Iterable[_Union[Entity, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., truncated: _Optional[bool] = ..., index_version: _Optional[int] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("doc_id", "status", "file_path", "content_hash", "chunk_ids", "preview", "length", "reason", "created_at_ms", "updated_at_ms")
+    __slots__ = ("doc_id", "status", "file_path", "content_hash", "chunk_ids", "preview", "length", "reason", "created_at_ms", "updated_at_ms", "chunks_settled", "chunks_changed")
     DOC_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     FILE_PATH_FIELD_NUMBER: _ClassVar[int]
@@ -313,6 +313,8 @@ class Document(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_SETTLED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     doc_id: str
     status: DocumentStatus
     file_path: str
@@ -323,7 +325,9 @@ class Document(_message.Message):
     reason: str
     created_at_ms: int
     updated_at_ms: int
-    def __init__(self, doc_id: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., file_path: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_ids: _Optional[_Iterable[str]] = ..., preview: _Optional[str] = ..., length: _Optional[int] = ..., reason: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ...) -> None: ...
+    chunks_settled: int
+    chunks_changed: int
+    def __init__(self, doc_id: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., file_path: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_ids: _Optional[_Iterable[str]] = ..., preview: _Optional[str] = ..., length: _Optional[int] = ..., reason: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., chunks_settled: _Optional[int] = ..., chunks_changed: _Optional[int] = ...) -> None: ...
 
 class GetDocumentRequest(_message.Message):
     __slots__ = ("doc_id",)

@@ -547,6 +547,25 @@ def test_documents_move_between_status_sets_and_keep_their_creation_time(
     assert store.get_documents(["doc-0"])["doc-0"].updated_at == 100.0
 
 
+def test_a_processing_document_keeps_its_progress_until_it_completes(store: GraphStore) -> None:
+    store.apply(
+        GraphBatch(
+            document_upserts=(
+                document("big", DocumentStatus.PROCESSING, chunks_settled=3, chunks_changed=40),
+            )
+        )
+    )
+    stored = store.get_documents(["big"])["big"].record
+    assert (stored.chunks_settled, stored.chunks_changed) == (3, 40)
+    store.apply(GraphBatch(document_upserts=(document("big", DocumentStatus.PROCESSED),)))
+    done = store.get_documents(["big"])["big"].record
+    assert (done.status, done.chunks_settled, done.chunks_changed) == (
+        DocumentStatus.PROCESSED,
+        0,
+        0,
+    )
+
+
 def test_the_last_upsert_of_a_document_in_a_batch_decides_its_status(store: GraphStore) -> None:
     store.apply(
         GraphBatch(
