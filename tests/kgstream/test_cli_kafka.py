@@ -100,6 +100,21 @@ def test_replay_into_empty_stores_rebuilds_the_live_index(kafka_broker, topic, e
     assert refused.returncode == 2 and "already holds an index" in output
 
 
+def resume_and_compare_with_a_replay(
+    kafka: list[str], killed: Path, reference: Path, env: dict[str, str], documents: int
+) -> None:
+    """Run the killed index until caught up, replay the topic into `reference`: the two
+    exports are equal, with `documents` documents, every one PROCESSED."""
+    finish(
+        kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", "--no-serve", env=env)
+    )
+    finish(kgstream("replay", *kafka, "--data", str(reference), env=env))
+    exported = export(killed, env)
+    assert exported == export(reference, env)
+    assert len(exported["documents"]) == documents
+    assert all(d["status"] == "PROCESSED" for d in exported["documents"])
+
+
 def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
     kafka_broker, topic, env, llm_server, tmp_path
 ):
@@ -123,15 +138,7 @@ def test_kill_9_mid_stream_then_restart_equals_an_uninterrupted_run(
     running.send_signal(signal.SIGKILL)
     running.communicate(timeout=30)
     llm_server.delay_seconds = 0.0
-
-    finish(
-        kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", "--no-serve", env=env)
-    )
-    finish(kgstream("replay", *kafka, "--data", str(reference), env=env))
-    exported = export(killed, env)
-    assert exported == export(reference, env)
-    assert len(exported["documents"]) == 28
-    assert all(d["status"] == "PROCESSED" for d in exported["documents"])
+    resume_and_compare_with_a_replay(kafka, killed, reference, env, documents=28)
 
 
 def progress(data: Path, doc_id: str) -> tuple[int, int]:
@@ -176,15 +183,7 @@ def test_kill_9_while_a_large_document_streams_through_then_restart_equals_a_rep
     running.send_signal(signal.SIGKILL)
     running.communicate(timeout=30)
     llm_server.delay_seconds = 0.0
-
-    finish(
-        kgstream("run", *kafka, "--data", str(killed), "--until-caught-up", "--no-serve", env=env)
-    )
-    finish(kgstream("replay", *kafka, "--data", str(reference), env=env))
-    exported = export(killed, env)
-    assert exported == export(reference, env)
-    assert len(exported["documents"]) == 5
-    assert all(d["status"] == "PROCESSED" for d in exported["documents"])
+    resume_and_compare_with_a_replay(kafka, killed, reference, env, documents=5)
 
 
 def test_undecodable_messages_go_to_the_dead_letter_topic_and_show_in_status(
