@@ -62,7 +62,7 @@ class Components:
     render_concurrency: int = 1
     coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
     # At most this many chunks of one document go to extraction per round of the dataflow
-    # (0: no bound), so a large document streams through and does not hold up the others.
+    # (0: no bound), so a large document is committed in pieces and shows its progress.
     chunks_per_round: int = 64
     on_commit: Callable[[CommitBatch], None] | None = None
     on_close: Callable[[], None] | None = None  # e.g. the LLM client's (flushes its cache)

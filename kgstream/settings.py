@@ -46,8 +46,8 @@ class Settings:
     # documents and chunking (LightRAG defaults)
     max_document_bytes: int = 10_000_000
     # at most this many chunks of one document go to extraction per round of the dataflow
-    # (0: no bound): a large document streams through, showing progress, and the documents
-    # that arrive meanwhile go in the next round instead of waiting for all of it
+    # (0: no bound): a large document is committed in pieces and shows its progress
+    # (documents saved after it still wait for it: docs/design.md, "Large documents")
     document_chunks_per_round: int = 64
     chunk_token_size: int = 1200
     chunk_overlap_tokens: int = 100
