@@ -324,7 +324,7 @@ class VectorStore(Protocol):
 @functools.lru_cache(maxsize=1 << 16)
 def point_id(kind: VectorKind, key: str) -> str:
     """The Qdrant point id of a key: a UUID string, the same on every machine and run.
-    Cached: a search restricted to a thousand candidate chunks needs a thousand ids."""
+    Cached: writes, reads by key and searches among given keys ask for the same ids again."""
     return str(uuid.uuid5(KGSTREAM_POINT_NAMESPACE, f"{kind.value}:{key}"))
 
 
@@ -376,9 +376,16 @@ def index_fields(
     stored = dict(payload)
     stored[KEY_FIELD] = key
     stored[DOC_IDS_FIELD] = sorted(set(doc_ids))
-    stored[CHUNK_IDS_FIELD] = sorted(
-        set(_string_fields(kind, key, payload, "chunk_id", "chunk_ids"))
-    )
+    chunk_ids = _string_fields(kind, key, payload, "chunk_id", "chunk_ids")
+    if kind is VectorKind.CHUNK:
+        # A chunk's key is its chunk id, indexed with it: a search among given chunks
+        # matches this keyword field (`BaseVectorStore._ranked`).
+        if any(chunk_id != key for chunk_id in chunk_ids):
+            raise ValueError(
+                f"chunk point {key!r}: its payload's chunk ids {chunk_ids!r} must be its key"
+            )
+        chunk_ids = [key]
+    stored[CHUNK_IDS_FIELD] = sorted(set(chunk_ids))
     ends = {
         end for name in ("source", "target") for end in _string_fields(kind, key, payload, name)
     }
@@ -679,9 +686,19 @@ class BaseVectorStore(ABC):
         if top_k < 1:
             raise ValueError(f"search top_k must be >= 1; got {top_k}")
         conditions = filter_conditions(filter) if filter is not None else []
-        ids = None if keys is None else sorted({point_id(kind, key) for key in _key_list(keys)})
-        if ids is not None and not ids:
-            return []
+        ids: list[str] | None = None
+        if keys is not None:
+            among = sorted(set(_key_list(keys)))
+            if not among:
+                return []
+            if kind is VectorKind.CHUNK:
+                # A chunk point indexes its key as its one chunk id (`index_fields`), so
+                # "among these chunks" is a match on that keyword index: a filter of strings,
+                # where a point-id set is parsed id by id (on Qdrant Edge, building one of
+                # 500 ids took 1.5 ms, the keyword match 0.2, for the same hits).
+                conditions.append((CHUNK_IDS_FIELD, among))
+            else:
+                ids = sorted({point_id(kind, key) for key in among})
         # Ask for one more than needed; while the last hit still ties with the k-th,
         # ties may have been cut arbitrarily, so widen until the tie group is complete.
         limit = top_k + 1

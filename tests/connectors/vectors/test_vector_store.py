@@ -484,6 +484,19 @@ def test_lexical_search_respects_filters_and_key_restrictions(store: BaseVectorS
     assert store.search_lexical(VectorKind.CHUNK, "battery", 10, keys=[]) == []
 
 
+def test_a_chunk_point_is_its_own_chunk_id(store: BaseVectorStore) -> None:
+    # A search among chunks matches the chunk id indexed with each chunk point: a payload
+    # naming another chunk would be found among that one.
+    with pytest.raises(ValueError, match="chunk ids \\['c2'\\] must be its key"):
+        store.upsert([VectorPoint(VectorKind.CHUNK, "c1", unit(1), {"chunk_id": "c2"})])
+    store.upsert([VectorPoint(VectorKind.CHUNK, "c1", unit(1), {"chunk_id": "c1"})])
+
+    assert keys(store.search(VectorKind.CHUNK, unit(1), 5, keys=["c1"])) == ["c1"]
+    assert keys(store.search(VectorKind.CHUNK, unit(1), 5, VectorFilter(chunk_ids=("c1",)))) == [
+        "c1"
+    ]
+
+
 def test_dense_search_can_be_restricted_to_given_keys(store: BaseVectorStore) -> None:
     store.upsert(
         [
