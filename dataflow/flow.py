@@ -339,6 +339,7 @@ class _FragmentsLogicState(Generic[K, F]):
     fragments: dict[str, F] | None = None
     acks: AckCounts = field(default_factory=Counter)
     due: datetime | None = None  # when the coalesced render is released
+    released: datetime | None = None  # when the key's last render was released
 
 
 def _never(fragments: object) -> bool:
@@ -351,10 +352,11 @@ class _FragmentsLogic(
     """Folds a key's deltas and emits its fragments (with acknowledgements) for rendering.
 
     Without delay, once per batch. With a delay (an LLM summarises descriptions), a key
-    whose render is due a summary call (`summary_due`) is held for `delay` after its first
-    change, so a burst of edits to one entity costs one render and one summary call, not
-    one per edit; a key whose render calls no LLM is released at once, so an edit that
-    needs no summary waits for nothing.
+    whose render is due a summary call (`summary_due`) is rendered at most once per `delay`:
+    at once when its last render is at least `delay` old (a lone edit waits for nothing),
+    else held until `delay` after that render, so a burst of edits to one entity costs two
+    summary calls at most (its first edit's and the rest's), not one per edit. A key whose
+    render calls no LLM is released at once.
     """
 
     def __init__(
@@ -376,7 +378,10 @@ class _FragmentsLogic(
         if not self.delay or not self.summary_due(self.state.fragments):
             return self._release()
         if self.state.due is None:
-            self.state.due = datetime.now(UTC) + self.delay
+            now, last = datetime.now(UTC), self.state.released
+            if last is None or now - last >= self.delay:
+                return self._release()
+            self.state.due = last + self.delay
         return [], StatefulBatchLogic.RETAIN
 
     def on_notify(self) -> tuple[Iterable[Out], bool]:
@@ -396,6 +401,7 @@ class _FragmentsLogic(
             raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
         emitted = self.emit(key, self.state.fragments, release_acks(self.state.acks))
         self.state.acks, self.state.due = Counter(), None
+        self.state.released = datetime.now(UTC)
         return [emitted], self.state.fragments is None
 
     def update(self, delta: ContributionDelta) -> tuple[K, str, F | None]:
@@ -409,7 +415,9 @@ class _FragmentsLogic(
         # Shares the fragments: a fold replaces the dict (update_fragments) and never
         # changes it, and fragments and keys are immutable. Only the counts are mutated.
         state = self.state
-        return _FragmentsLogicState(state.key, state.fragments, Counter(state.acks), state.due)
+        return _FragmentsLogicState(
+            state.key, state.fragments, Counter(state.acks), state.due, state.released
+        )
 
 
 class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityFragmentsChanged]):

@@ -67,7 +67,7 @@ class Settings:
     summarize_over_fragments: int = 8
     summarize_over_tokens: int = 1200
     summary_max_tokens: int = 500
-    summary_coalesce_seconds: float = 0.5
+    summary_coalesce_seconds: float = 0.5  # a key is summarised at most once per this long
     # embeddings: the local MiniLM unless an embedding endpoint is set
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
