@@ -73,12 +73,18 @@ _NEIGHBOURS_SCRIPT = """
 local prefix = ARGV[1]
 local escapes = {["%"] = "%25", ["{"] = "%7B", ["}"] = "%7D"}
 local out = {}
+local degrees = {}  -- a hub is a neighbour of most keys asked: count its degree once
 for i = 2, #ARGV do
   local members = redis.call("SMEMBERS", prefix .. string.gsub(ARGV[i], "[%%{}]", escapes) .. "}")
   local row = {}
   for _, member in ipairs(members) do
+    local degree = degrees[member]
+    if degree == nil then
+      degree = redis.call("SCARD", prefix .. string.gsub(member, "[%%{}]", escapes) .. "}")
+      degrees[member] = degree
+    end
     row[#row + 1] = member
-    row[#row + 1] = redis.call("SCARD", prefix .. string.gsub(member, "[%%{}]", escapes) .. "}")
+    row[#row + 1] = degree
   end
   out[#out + 1] = row
 end
@@ -422,8 +428,8 @@ class GraphStore:
         rows = self._client.eval(_NEIGHBOURS_SCRIPT, 0, self.keys.adjacency_prefix, *wanted)
         result: dict[str, list[tuple[str, int]]] = {}
         for key, row in zip(wanted, rows, strict=True):
-            pairs = [(str(row[i]), int(row[i + 1])) for i in range(0, len(row), 2)]
-            result[key] = sorted(pairs)
+            # (neighbour, degree) pairs: the script returns keys as strings, degrees as integers
+            result[key] = sorted(zip(row[::2], row[1::2], strict=True))
         return result
 
     def _neighbours_on_cluster(self, wanted: list[str]) -> dict[str, list[tuple[str, int]]]:
