@@ -231,16 +231,20 @@ def kgstream_serve(data_dir: Path, log_path: Path) -> Iterator[tuple[subprocess.
 
 @contextlib.contextmanager
 def kgstream_gateway(
-    log_path: Path, *arguments: str, env: Mapping[str, str] | None = None
+    log_path: Path,
+    *arguments: str,
+    env: Mapping[str, str] | None = None,
+    code: Path = REPO_ROOT,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`kgstream ARGUMENTS --grpc 127.0.0.1:0` (serve, or run): (process, bound address),
     its output in `log_path`, the default settings plus `env`; stopped with SIGINT (as
-    Ctrl-C) on exit."""
+    Ctrl-C) on exit. `code`: the checkout whose kgstream runs (`python -m` imports from the
+    working directory first)."""
     command = kgstream_command(*arguments, "--grpc", "127.0.0.1:0")
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command,
-            cwd=REPO_ROOT,
+            cwd=code,
             env={**clean_environment(), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
