@@ -131,9 +131,10 @@ def test_a_lone_edit_to_a_summarised_entity_is_not_held_for_the_window(llm_compo
         llm_summarizer(client, "English", TOKENIZER.count),
     )
     # The first documents' renders end by one window after they arrive (a trailing render
-    # of the ones held); the edit comes a window after that.
-    window = 3.0
-    quiet = 2 * window + 1.5
+    # of the ones held); the edit comes a window after that, with 3 s to spare for a slow
+    # start, and has window - 1 s to commit.
+    window = 4.0
+    quiet = 2 * window + 3
     components.coalesce_seconds = window
     llm_server.responder = lambda body: (
         "A summary."
