@@ -60,7 +60,7 @@ class Components:
     renderer: Renderer
     stores: Stores
     render_concurrency: int = 1
-    coalesce_seconds: float = 0.0  # hold renders this long so bursts cost one summary
+    coalesce_seconds: float = 0.0  # summarise a key at most once per this long (bursts)
     # At most this many chunks of one document go to extraction per round of the dataflow
     # (0: no bound), so a large document is committed in pieces and shows its progress.
     chunks_per_round: int = 64

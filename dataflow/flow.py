@@ -401,7 +401,8 @@ class _FragmentsLogic(
             raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
         emitted = self.emit(key, self.state.fragments, release_acks(self.state.acks))
         self.state.acks, self.state.due = Counter(), None
-        self.state.released = datetime.now(UTC)
+        if self.delay:  # read only to hold a render (on_batch); no clock on the hot path
+            self.state.released = datetime.now(UTC)
         return [emitted], self.state.fragments is None
 
     def update(self, delta: ContributionDelta) -> tuple[K, str, F | None]:
