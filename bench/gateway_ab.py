@@ -152,11 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.calls < 1 or args.warmup < 0:
         raise SystemExit("--calls must be >= 1 and --warmup >= 0")
     loads = [load_average()]
+    # Each mode its own questions: each gateway caches query embeddings (gateway_bench.py).
+    per_mode = args.warmup + args.calls
     questions = build_questions(
         build_world(args.seed),
         generate_corpus(args.docs, args.seed),
-        args.warmup + args.calls,
+        len(args.modes) * per_mode,
         args.seed,
+        distinct=True,
     )
     with tempfile.TemporaryDirectory(prefix="kgstream-ab-") as temp:
         work = Path(temp)
@@ -175,9 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sides.append(Side(name, retrieve_stub(channel), process.pid))
                 progress(f"{name}: gateway on {address}")
             rows = []
-            for mode in args.modes:
+            for number, mode in enumerate(args.modes):
                 progress(f"{mode}: {args.warmup} warm-up + {args.calls} timed questions, each")
-                measure(mode, sides, questions, args.warmup)
+                asked = questions[number * per_mode : (number + 1) * per_mode]
+                measure(mode, sides, asked, args.warmup)
                 rows.append(report_mode(mode, *sides))
     loads.append(load_average())
     head = subprocess.run(

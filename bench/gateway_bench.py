@@ -16,16 +16,21 @@ What it does, all through the user's own commands and the real gRPC wire:
    the bound address from its "gateway on HOST:PORT" line.
 3. Latency: per mode (local, global, hybrid, naive, mix), sequential Retrieve calls
    from one client, after untimed warm-up calls. Questions are seeded, about entity
-   names and topics that occur in the corpus; every mode gets the same questions.
-   The clock runs around the stub call (serialisation and the loopback included).
+   names and topics that occur in the corpus, and no question is asked twice in the
+   whole run: the gateway caches the embeddings of recent query texts, and a question
+   asked in an earlier mode would be timed without its embedding. Keywords do recur
+   (many questions name the same person), as they do for real users. The clock runs
+   around the stub call (serialisation and the loopback included).
 4. Embedding share: the gateway embeds, per request, the texts the mode needs
-   (low-level keywords, high-level keywords, the question: one `embed` call). The
-   same texts for the same questions are embedded here, in-process, with the same
-   local MiniLM settings, so each mode's row shows what part of its latency is
-   embedding. One question alone is timed too.
+   (low-level keywords, high-level keywords, the question). The same texts for the
+   same questions are embedded here, in-process, in one call with the same local
+   MiniLM settings, so each mode's row shows what embedding them costs (the gateway
+   embeds the first lane's text first and the rest while that lane reads the stores).
+   One question alone is timed too.
 5. Sustained load: 8 client threads (each its own channel and connection) call
-   Retrieve in mode mix back to back for ~20 s; requests/s counts completed calls
-   over the wall time, with p50/p95 under load, and the server's CPU time per call.
+   Retrieve in mode mix back to back for ~20 s, each call a new question;
+   requests/s counts completed calls over the wall time, with p50/p95 under load, and
+   the server's CPU time per call.
 
 Figures are printed, never asserted. The client runs on the same 2-core machine
 as the server (and whatever else runs there): the table ends with the machine's
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import random
 import re
@@ -77,6 +83,7 @@ from gateway.types import MODE_NAMES, Mode  # noqa: E402
 
 MODES = MODE_NAMES
 LOAD_MODE = "mix"
+LOAD_QUESTIONS_PER_SECOND = 100  # distinct questions for the load run, per second of it
 CALL_TIMEOUT_SECONDS = 60.0
 SERVE_START_TIMEOUT_SECONDS = 180.0
 P95_GOAL_MS = 50.0  # the issue "Stores": Retrieve p95 under 50 ms on the 1,000-doc corpus
@@ -97,14 +104,21 @@ _QUESTION_TEMPLATES = (
 )
 
 
+_DRAWS_PER_QUESTION = 20  # distinct questions: draws allowed per question before giving up
+
+
 def names_in_corpus(names: Sequence[str], corpus: dict[str, str]) -> list[str]:
     """The names that occur in some document (a small corpus mentions only part of the world)."""
     text = "\n".join(corpus.values())
     return [name for name in names if name in text]
 
 
-def build_questions(world: World, corpus: dict[str, str], count: int, seed: int) -> list[str]:
-    """`count` seeded questions about entities and topics of `corpus`."""
+def build_questions(
+    world: World, corpus: dict[str, str], count: int, seed: int, distinct: bool = False
+) -> list[str]:
+    """`count` seeded questions about entities and topics of `corpus`; `distinct`: no
+    question twice (a latency figure must not count answers from the gateway's cache of
+    query embeddings)."""
     rng = random.Random(f"kgstream-gateway-bench-{seed}")
     people = names_in_corpus([p.name for p in world.people], corpus)
     orgs = names_in_corpus([o.name for o in world.organisations], corpus)
@@ -114,19 +128,27 @@ def build_questions(world: World, corpus: dict[str, str], count: int, seed: int)
         if not found:
             raise ValueError(f"the corpus mentions no {kind}; use a bigger --docs")
     events = events or [f"{places[0]} Trade Expo"]
-    questions = []
-    for _ in range(count):
+    questions: list[str] = []
+    seen: set[str] = set()
+    for _ in range(count * _DRAWS_PER_QUESTION):
         template = rng.choice(_QUESTION_TEMPLATES)
-        questions.append(
-            template.format(
-                person=rng.choice(people),
-                org=rng.choice(orgs),
-                place=rng.choice(places),
-                event=rng.choice(events),
-                topic=rng.choice(_TOPICS),
-            )
+        question = template.format(
+            person=rng.choice(people),
+            org=rng.choice(orgs),
+            place=rng.choice(places),
+            event=rng.choice(events),
+            topic=rng.choice(_TOPICS),
         )
-    return questions
+        if distinct and question in seen:
+            continue
+        seen.add(question)
+        questions.append(question)
+        if len(questions) == count:
+            return questions
+    raise ValueError(
+        f"the corpus yields {len(questions)} distinct questions, not {count}: use a bigger "
+        "--docs or fewer --calls"
+    )
 
 
 # -- results ---------------------------------------------------------------------
@@ -348,10 +370,10 @@ def run_load(
     questions: Sequence[str],
     clients: int,
     seconds: float,
-    seed: int,
     server_pid: int,
 ) -> LoadResult:
-    """`clients` threads, each with its own channel, calling Retrieve back to back."""
+    """`clients` threads, each with its own channel, calling Retrieve back to back; each
+    call asks the next of `questions` (they wrap around only if the run outlasts them)."""
     import grpc
 
     from kgstream.query_command import build_request
@@ -362,12 +384,13 @@ def run_load(
     errors: list[list[str]] = [[] for _ in range(clients)]
     stop_at = [0.0]
 
+    turns = itertools.count()  # next() on a count is atomic: each call its own question
+
     def client(number: int) -> None:
         stub = retrieve_stub(channels[number])
-        rng = random.Random(f"kgstream-gateway-load-{seed}-{number}")
         start.wait()
         while time.perf_counter() < stop_at[0]:
-            request = build_request(rng.choice(questions), LOAD_MODE, None)
+            request = build_request(questions[next(turns) % len(questions)], LOAD_MODE, None)
             began = time.perf_counter()
             try:
                 stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
@@ -424,9 +447,10 @@ def texts_embedded(question: str, mode: str, extractor: Any) -> list[str]:
 
 
 def time_embeddings(
-    questions: Sequence[str], warmup: int
+    asked: Mapping[str, Sequence[str]], warmup: int
 ) -> tuple[dict[str, tuple[tuple[float, ...], float]], tuple[float, ...]]:
-    """Per mode: (embed seconds per request, mean texts per request); and one question alone."""
+    """Per mode, over the questions it was asked: (embed seconds per request, mean texts
+    per request); and each timed question alone."""
     from connectors.embeddings.local import (
         LocalEmbeddingOptions,
         LocalMiniLMEmbedder,
@@ -438,14 +462,13 @@ def time_embeddings(
     embedder = LocalMiniLMEmbedder(LocalEmbeddingOptions(threads=automatic_threads()))
     embedder.load()
     extractor = OfflineKeywordExtractor()
-    for question in questions[:warmup]:
+    for question in asked[MODES[0]][:warmup]:
         embedder.embed([question])
-    timed = questions[warmup:]
     by_mode: dict[str, tuple[tuple[float, ...], float]] = {}
     for mode in MODES:
         seconds: list[float] = []
         counts: list[int] = []
-        for question in timed:
+        for question in asked[mode][warmup:]:
             texts = texts_embedded(question, mode, extractor)
             began = time.perf_counter()
             embedder.embed(texts)
@@ -453,7 +476,7 @@ def time_embeddings(
             counts.append(len(texts))
         by_mode[mode] = (tuple(seconds), sum(counts) / max(1, len(counts)))
     alone = []
-    for question in timed:
+    for question in (question for mode in MODES for question in asked[mode][warmup:]):
         began = time.perf_counter()
         embedder.embed([question])
         alone.append(time.perf_counter() - began)
@@ -625,9 +648,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 folder, data_dir, work / "kgstream-index.log", args.index_timeout
             )
             loads.append(("after indexing", load_average()))
+        # Every mode, and the load run, asks its own questions: the gateway caches query
+        # embeddings, and a question asked before would be timed without its embedding.
+        per_mode = args.warmup + args.calls
+        load_pool = int(args.load_seconds * LOAD_QUESTIONS_PER_SECOND)
         questions = build_questions(
-            build_world(args.seed), corpus, args.warmup + args.calls, args.seed
+            build_world(args.seed),
+            corpus,
+            len(MODES) * per_mode + load_pool,
+            args.seed,
+            distinct=True,
         )
+        asked = {
+            mode: questions[number * per_mode : (number + 1) * per_mode]
+            for number, mode in enumerate(MODES)
+        }
         modes: list[ModeResult] = []
         load: LoadResult | None = None
         index: IndexInfo | None = None
@@ -648,14 +683,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 loads.append(("before the latency runs", load_average()))
                 for mode in MODES:
                     progress(f"{mode}: {args.warmup} warm-up + {args.calls} timed calls")
-                    result = measure_mode(address, mode, questions, args.warmup)
+                    result = measure_mode(address, mode, asked[mode], args.warmup)
                     progress(
                         f"{mode}: p50 {ms(result.latencies, 50)} ms, "
                         f"p95 {ms(result.latencies, 95)} ms"
                     )
                     modes.append(result)
                 progress("embedding the same texts in-process (the gateway idle)")
-                embeds, question_embed = time_embeddings(questions, args.warmup)
+                embeds, question_embed = time_embeddings(asked, args.warmup)
                 modes = [
                     ModeResult(
                         m.mode,
@@ -675,10 +710,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 load = run_load(
                     address,
-                    questions,
+                    questions[len(MODES) * per_mode :],
                     args.clients,
                     args.load_seconds,
-                    args.seed,
                     process.pid,
                 )
                 progress(f"load: {load.requests_per_second:.1f} requests/s")
