@@ -333,6 +333,63 @@ def test_keywords_alone_are_a_valid_request(engine):
     assert "carla diaz" in keys(retrieval)
 
 
+# -- embedding beside the graph lanes ------------------------------------------------------
+
+
+class NamesReadSignal(GraphStore):
+    """A real GraphStore that says when the graph lanes first read it (the name look-up)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.names_read = threading.Event()
+
+    def lookup_names(self, keys):
+        self.names_read.set()
+        return super().lookup_names(keys)
+
+
+class OverlapProbe:
+    """The corpus's embedder, recording each call's texts. Every call after the first
+    returns only once the graph lanes have read the store (or after 10 s), and records
+    whether they had: so it says whether the rest was embedded while the lanes ran."""
+
+    def __init__(self, embedder, graph):
+        self.inner, self.graph = embedder, graph
+        self.calls, self.overlapped = [], []
+        self.model_name, self.dimension = embedder.model_name, embedder.dimension
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        if len(self.calls) > 1:
+            self.overlapped.append(self.graph.names_read.wait(timeout=10))
+        return self.inner.embed(texts)
+
+
+def test_the_first_lanes_text_is_embedded_first_and_the_rest_while_the_lanes_read(
+    corpus, redis_server
+):
+    graph = NamesReadSignal.from_url(redis_server.url, corpus.stores.graph.workspace)
+    probe = OverlapProbe(corpus.embedder, graph)
+    stores = Stores(graph, corpus.stores.vectors)
+    params = QueryParams(
+        LEADER,
+        mode=Mode.HYBRID,
+        high_level_keywords=("leadership",),
+        low_level_keywords=("Atlas Project",),
+    )
+    try:
+        retrieval = QueryEngine(stores, probe, TOKENIZER, OfflineKeywordExtractor()).retrieve(
+            params, deadline=time.monotonic() + 30
+        )
+    finally:
+        graph.close()
+    # Relations first (hybrid's first lane), then the entities' keywords and the question.
+    assert probe.calls == [["leadership"], ["Atlas Project", LEADER]]
+    assert probe.overlapped == [True]
+    plain = QueryEngine(corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
+    assert retrieval == plain.retrieve(params)
+
+
 # -- index versions and store failures -----------------------------------------------------
 
 
