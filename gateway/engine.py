@@ -33,14 +33,13 @@ from connectors.stores import Stores
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.prompts import ChatMessage
 from gateway.context import (
+    ContextLines,
     TokenCounter,
     answer_messages,
     chunk_budget,
     cut_by_tokens,
     cut_chunks,
-    entity_line,
     references_of,
-    relation_line,
     render_context,
     round_robin,
 )
@@ -504,6 +503,7 @@ class QueryEngine:
         )
         near = find_entities(stores, named, low, vectors[low], top_k, scope, version) if low else []
         hop = one_hop(stores, near) if near else OneHop()
+        lines = ContextLines()
         local: list[RetrievedRelation] = []
         read, size = 0, _FIRST_RELATION_READ
         while True:
@@ -512,14 +512,14 @@ class QueryEngine:
             read = end
             merged = round_robin([local, far.relations], key=lambda r: r.record.pair)
             relations = cut_by_tokens(
-                merged, relation_line, params.max_relation_tokens, self.tokenizer
+                merged, lines.relation, params.max_relation_tokens, self.tokenizer
             )
             kept = {relation.record.pair for relation in relations}
             if read >= len(hop.pairs) or any(r.record.pair not in kept for r in local):
                 break  # the budget cut before the end of what was read: more cannot matter
-            size = self._relations_with_room(relations, params.max_relation_tokens)
+            size = self._relations_with_room(relations, params.max_relation_tokens, lines)
         entities = round_robin([near, far.entities], key=lambda e: e.record.key)
-        entities = cut_by_tokens(entities, entity_line, params.max_entity_tokens, self.tokenizer)
+        entities = cut_by_tokens(entities, lines.entity, params.max_entity_tokens, self.tokenizer)
 
         call.check("the chunk searches")
         search = ChunkSearch(stores, question, vectors[question], scope, version)
@@ -530,7 +530,7 @@ class QueryEngine:
         found = [relation for relation in relations if relation.record.pair in searched]
         ranked = self._rank_chunks(mode, search, entities, found, params.chunk_top_k)
         chunks = fetch_chunks(stores, ranked, scope)
-        budget = chunk_budget(params, entities, relations, self.tokenizer)
+        budget = chunk_budget(params, entities, relations, self.tokenizer, lines)
         chunks = cut_chunks(chunks, budget, self.tokenizer)
         return Retrieval(
             mode=params.mode,
@@ -542,10 +542,12 @@ class QueryEngine:
             index_version=version,
         )
 
-    def _relations_with_room(self, kept: list[RetrievedRelation], budget: int) -> int:
+    def _relations_with_room(
+        self, kept: list[RetrievedRelation], budget: int, lines: ContextLines
+    ) -> int:
         """About how many more relations the budget has room for, at the kept ones' mean
         line length (a little over: reading too few costs another round trip)."""
-        used = sum(self.tokenizer.count(relation_line(relation)) for relation in kept)
+        used = sum(self.tokenizer.count(lines.relation(relation)) for relation in kept)
         mean = max(1.0, used / max(1, len(kept)))
         return max(_FIRST_RELATION_READ // 4, math.ceil(1.25 * (budget - used) / mean))
 

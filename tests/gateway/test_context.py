@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectors.tokenizer import SUPPORTED_ENCODINGS, TiktokenTokenizer, load_encoding
-from gateway.context import chunk_line, chunk_line_tokens
-from gateway.types import RetrievedChunk
+from dataflow.core.contributions import EntityRecord
+from gateway.context import ContextLines, chunk_line, chunk_line_tokens, entity_line
+from gateway.types import RetrievedChunk, RetrievedEntity
 
 # What a chunk's text may start and end with next to the line's fixed parts: digits (which
 # would join the reference number if nothing kept them apart), quotes, escapes, spaces,
@@ -54,3 +55,18 @@ def test_a_chunk_text_is_counted_once_whatever_reference_numbers_it_gets() -> No
     for number in (1, 2, 17, 1234):
         chunk_line_tokens(number, chunk, counter)
     assert sum(chunk.text in text for text in counter.texts) == 1
+
+
+def _entity(description: str) -> RetrievedEntity:
+    record = EntityRecord("tidewater", "Tidewater", "organization", description, (), (), ())
+    return RetrievedEntity(record, score=0.0, degree=1)
+
+
+def test_a_calls_context_lines_are_rendered_once_per_record_and_each_is_its_own() -> None:
+    lines = ContextLines()
+    first, reread = _entity("A battery lab."), _entity("A battery lab, renamed.")  # one key
+    line = lines.entity(first)
+    assert line == entity_line(first)
+    assert lines.entity(first) is line  # the same object: rendered once
+    # The same key read twice in a call (a write between the reads) keeps each record's line.
+    assert lines.entity(reread) == entity_line(reread) != line
