@@ -128,6 +128,17 @@ def report_mode(mode: str, base: Side, head: Side) -> str:
     )
 
 
+def settings_of(pairs: Sequence[str]) -> dict[str, str]:
+    """`KEY=VALUE` arguments as an environment; a pair without "=" is refused."""
+    settings = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise SystemExit(f"an env setting is KEY=VALUE, got {pair!r}")
+        settings[key] = value
+    return settings
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Retrieve latency of REF and of this working tree, in lockstep "
@@ -137,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--data", type=Path, required=True, help="an index built by gateway_bench.py --data"
     )
+    for side in ("base", "head"):
+        parser.add_argument(
+            f"--{side}-env",
+            action="append",
+            default=[],
+            metavar="KGSTREAM_X=VALUE",
+            help=f"a setting for the {side} gateway only (repeatable); with --base HEAD this "
+            "compares settings rather than code",
+        )
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--calls", type=int, default=200, help="timed questions per mode")
     parser.add_argument("--warmup", type=int, default=20, help="untimed questions per mode")
@@ -166,13 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             code = stack.enter_context(base_checkout(args.base, work))
             sides: list[Side] = []
+            envs = {"base": settings_of(args.base_env), "head": settings_of(args.head_env)}
             for name, checkout in (("base", code), ("head", REPO_ROOT)):
                 data = work / f"data-{name}"
                 progress(f"{name}: copying {args.data} to {data}")
                 shutil.copytree(args.data, data, symlinks=True)
                 arguments = ("serve", "--no-http", "--data", str(data))
                 process, address = stack.enter_context(
-                    kgstream_gateway(work / f"{name}.log", *arguments, code=checkout)
+                    kgstream_gateway(
+                        work / f"{name}.log", *arguments, env=envs[name], code=checkout
+                    )
                 )
                 channel = stack.enter_context(open_channel(address))
                 sides.append(Side(name, retrieve_stub(channel), process.pid))
@@ -188,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True
     ).stdout.strip()
     print(f"\n## Retrieve, base {args.base} against head {head} (working tree), in lockstep\n")
+    for side, pairs in (("base", args.base_env), ("head", args.head_env)):
+        if pairs:
+            print(f"- {side} settings: {' '.join(pairs)}")
     print(
         "| mode | base p50 ms | head p50 ms | head / base | base p95 ms | head p95 ms "
         "| base CPU ms/call | head CPU ms/call | same chunks |"
