@@ -66,11 +66,16 @@ def write_folder(folder: Path, corpus: Mapping[str, str]) -> None:
 
 
 def run_kgstream(
-    server: LLMServer, workload: Workload, work: Path, warmup: Sequence[str]
+    server: LLMServer,
+    workload: Workload,
+    work: Path,
+    warmup: Sequence[str],
+    settings: Mapping[str, str] | None = None,
 ) -> SystemRun:
+    """kgstream's side of the comparison; `settings`: extra `KGSTREAM_*` environment."""
     folder, data = work / "kgstream-corpus", work / "kgstream-data"
     write_folder(folder, workload.corpus)
-    env = settings_env(server)
+    env = {**settings_env(server), **(settings or {})}
     result = SystemRun("kgstream")
     before = server.calls()
     result.index_seconds, result.peak_rss_index = index(folder, data, env, work / "index.log")

@@ -222,6 +222,17 @@ def targets(delay: float, k: SystemRun, light: SystemRun) -> list[str]:
 # -- command line --------------------------------------------------------------------------
 
 
+def kgstream_settings(pairs: Sequence[str]) -> dict[str, str]:
+    """`NAME=VALUE` arguments as kgstream's environment (`KGSTREAM_NAME`)."""
+    settings = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise SystemExit(f"--kgstream-setting takes NAME=VALUE, got {pair!r}")
+        settings[f"KGSTREAM_{name.upper()}"] = value
+    return settings
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=1000, help="corpus size (default 1000)")
@@ -246,6 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("binding", "shared"),
         default="binding",
         help="LightRAG's OpenAI binding (a client per call; default) or one shared client",
+    )
+    parser.add_argument(
+        "--kgstream-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a kgstream setting for its index and run, e.g. summary_coalesce_seconds=0 "
+        "(repeatable)",
     )
     parser.add_argument(
         "--setup-only", action="store_true", help="create LightRAG's venv, then stop"
@@ -282,7 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs: dict[str, SystemRun] = {}
             if args.only in (None, "kgstream"):
                 progress(f"{delay * 1000:.0f} ms per call: kgstream")
-                runs["kgstream"] = run_kgstream(server, workload, folder, warmup)
+                runs["kgstream"] = run_kgstream(
+                    server, workload, folder, warmup, kgstream_settings(args.kgstream_setting)
+                )
                 loads.append(" ".join(f"{v:.2f}" for v in os.getloadavg()))
             if python is not None:
                 progress(f"{delay * 1000:.0f} ms per call: LightRAG")
