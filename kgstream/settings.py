@@ -67,7 +67,8 @@ class Settings:
     summarize_over_fragments: int = 8
     summarize_over_tokens: int = 1200
     summary_max_tokens: int = 500
-    summary_coalesce_seconds: float = 0.5  # a key is summarised at most once per this long
+    # A key is summarised at most once per this long (0: on every change; docs/design.md)
+    summary_coalesce_seconds: float = 0.0
     # embeddings: the local MiniLM unless an embedding endpoint is set
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None

@@ -15,6 +15,14 @@ def test_defaults_are_lightrag_chunking_and_embedded_stores():
     assert settings.llm_base_url is None
 
 
+def test_no_summary_waits_for_a_coalescing_window_unless_one_is_set():
+    # A held render stalls the dataflow's input until it is released, and the window saved
+    # no LLM call in the measured workloads (docs/design.md, "Coalesced summaries").
+    assert load_settings({}).summary_coalesce_seconds == 0
+    windowed = load_settings({}, None, {"summary_coalesce_seconds": 0.5})
+    assert windowed.summary_coalesce_seconds == 0.5
+
+
 def test_environment_overrides_toml_and_flags_override_environment(tmp_path: Path):
     toml = tmp_path / "kg.toml"
     toml.write_text('chunk_token_size = 500\nworkspace = "from-toml"\nentity_types = ["person"]\n')
