@@ -42,6 +42,7 @@ import enum
 import functools
 import hashlib
 import itertools
+import json
 import logging
 import math
 import re
@@ -79,6 +80,11 @@ CHUNK_IDS_FIELD = "_kg_chunk_ids"
 ENDS_FIELD = "_kg_ends"
 TERMS_FIELD = "_kg_terms"
 PATH_PREFIXES_FIELD = "_kg_path_prefixes"
+PAYLOAD_FIELD = "_kg_payload"
+"""The caller's payload, stored as one JSON text: no filter reads it, and Qdrant Edge's
+binding takes a text at once where it converts a list element by element (3.4 us a string:
+a hub's point, citing hundreds of chunks, documents and paths, took 8 ms to upsert at 300 and
+28 ms at 1,000). Points written before it hold the caller's fields at the top level."""
 METADATA_FORMAT = "kgstream-vectors/3"  # /2: the lexical sparse vector; /3: relation ends
 _OLDER_FORMATS = ("kgstream-vectors/1", "kgstream-vectors/2")
 LEXICAL_VECTOR = "lexical"
@@ -373,8 +379,10 @@ def index_fields(
     doc_ids = _string_fields(kind, key, payload, "doc_id", "doc_ids")
     file_paths = _string_fields(kind, key, payload, "file_path", "file_paths")
     prefixes = sorted({prefix for path in file_paths for prefix in path_prefixes(path)})
-    stored = dict(payload)
-    stored[KEY_FIELD] = key
+    stored: dict[str, Any] = {
+        KEY_FIELD: key,
+        PAYLOAD_FIELD: json.dumps(dict(payload), ensure_ascii=False),
+    }
     stored[DOC_IDS_FIELD] = sorted(set(doc_ids))
     chunk_ids = _string_fields(kind, key, payload, "chunk_id", "chunk_ids")
     if kind is VectorKind.CHUNK:
@@ -420,7 +428,12 @@ def _string_fields(
 
 
 def strip_index_fields(stored: Mapping[str, Any]) -> dict[str, JsonValue]:
-    """The caller's payload back from a stored one."""
+    """The caller's payload back from a stored one (`PAYLOAD_FIELD`, or the top-level
+    fields of a point written before it)."""
+    text = stored.get(PAYLOAD_FIELD)
+    if text is not None:
+        payload: dict[str, JsonValue] = json.loads(text)
+        return payload
     return {k: v for k, v in stored.items() if not k.startswith(INDEX_FIELD_PREFIX)}
 
 

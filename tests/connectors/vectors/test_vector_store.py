@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from connectors.vectors.base import (
+    DOC_IDS_FIELD,
+    PAYLOAD_FIELD,
     BaseVectorStore,
     VectorFilter,
     VectorHit,
@@ -26,8 +28,10 @@ from connectors.vectors.base import (
     VectorStoreNotOpenError,
     VectorStoreOptions,
     collection_name,
+    index_fields,
     path_prefixes,
     point_id,
+    strip_index_fields,
 )
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
@@ -710,3 +714,24 @@ def test_an_interrupted_edge_compaction_is_finished_on_the_next_open(tmp_path: P
         "kgstream.json",
         "shard",
     ]
+
+
+def test_a_callers_payload_is_stored_as_one_json_text_and_read_back_as_given() -> None:
+    # Opaque, since no filter reads it: a binding converts a list element by element (Qdrant
+    # Edge: 3.4 us a string), and a hub's payload lists hundreds of chunks, documents, paths.
+    payload = {
+        "name": "Kessler Institute",
+        "doc_ids": ["d2", "d1"],
+        "file_paths": ["a/x.md", "b/y.md"],
+        "chunk_ids": ["c1", "c2"],
+        "weight": 0.1,
+        "nested": {"n": None, "ok": True},
+    }
+    stored = index_fields(VectorKind.ENTITY, "kessler institute", payload)
+    assert isinstance(stored[PAYLOAD_FIELD], str)
+    assert not {"name", "doc_ids", "file_paths", "chunk_ids"} & stored.keys()
+    assert stored[DOC_IDS_FIELD] == ["d1", "d2"]  # the indexed copies stay lists
+    assert strip_index_fields(stored) == payload
+    # A point written before keeps its fields at the top level, and still reads back.
+    older = {"_kg_key": "kessler institute", "_kg_doc_ids": ["d1"], "name": "Kessler Institute"}
+    assert strip_index_fields(older) == {"name": "Kessler Institute"}
