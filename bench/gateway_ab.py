@@ -58,7 +58,12 @@ from bench.gateway_bench import (  # noqa: E402
     open_channel,
     retrieve_stub,
 )
-from bench.indexer_bench import machine_facts, percentile, progress  # noqa: E402
+from bench.indexer_bench import (  # noqa: E402
+    assignments_of,
+    machine_facts,
+    percentile,
+    progress,
+)
 
 
 @dataclass
@@ -128,17 +133,6 @@ def report_mode(mode: str, base: Side, head: Side) -> str:
     )
 
 
-def settings_of(pairs: Sequence[str]) -> dict[str, str]:
-    """`KEY=VALUE` arguments as an environment; a pair without "=" is refused."""
-    settings = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key:
-            raise SystemExit(f"an env setting is KEY=VALUE, got {pair!r}")
-        settings[key] = value
-    return settings
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Retrieve latency of REF and of this working tree, in lockstep "
@@ -186,7 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             code = stack.enter_context(base_checkout(args.base, work))
             sides: list[Side] = []
-            envs = {"base": settings_of(args.base_env), "head": settings_of(args.head_env)}
+            envs = {
+                "base": assignments_of(args.base_env, "--base-env"),
+                "head": assignments_of(args.head_env, "--head-env"),
+            }
             for name, checkout in (("base", code), ("head", REPO_ROOT)):
                 data = work / f"data-{name}"
                 progress(f"{name}: copying {args.data} to {data}")

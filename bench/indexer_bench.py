@@ -719,15 +719,22 @@ def run_freshness_folder(
     progress(f"freshness (folder, {note}): p50 {percentile(latencies, 50) * 1000:.0f} ms")
 
 
-def run_settings(assignments: Sequence[str]) -> dict[str, str]:
-    """`--run-setting name=value`s as the environment of `kgstream run`."""
-    env = {}
+def assignments_of(assignments: Sequence[str], option: str) -> dict[str, str]:
+    """`name=value` command-line arguments of `option` as a dict; one without "=" or a
+    name stops the bench, naming the option."""
+    pairs = {}
     for assignment in assignments:
         name, equals, value = assignment.partition("=")
         if not equals or not name:
-            raise SystemExit(f"--run-setting takes name=value; got {assignment!r}")
-        env[f"KGSTREAM_{name.upper()}"] = value
-    return env
+            raise SystemExit(f"{option} takes name=value; got {assignment!r}")
+        pairs[name] = value
+    return pairs
+
+
+def run_settings(assignments: Sequence[str], option: str = "--run-setting") -> dict[str, str]:
+    """`option name=value`s (kgstream setting names) as the environment of `kgstream`."""
+    pairs = assignments_of(assignments, option)
+    return {f"KGSTREAM_{name.upper()}": value for name, value in pairs.items()}
 
 
 class QueryLoad:

@@ -48,7 +48,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.corpus import DEFAULT_SEED, build_world, corpus_words  # noqa: E402
 from bench.gateway_bench import build_questions as build_warmup_questions  # noqa: E402
-from bench.indexer_bench import machine_facts, percentile, progress  # noqa: E402
+from bench.indexer_bench import machine_facts, percentile, progress, run_settings  # noqa: E402
 from bench.retrieval_eval import score  # noqa: E402
 from bench.vs_lightrag.kgstream_side import run_kgstream  # noqa: E402
 from bench.vs_lightrag.lightrag_side import run_lightrag  # noqa: E402
@@ -222,17 +222,6 @@ def targets(delay: float, k: SystemRun, light: SystemRun) -> list[str]:
 # -- command line --------------------------------------------------------------------------
 
 
-def kgstream_settings(pairs: Sequence[str]) -> dict[str, str]:
-    """`NAME=VALUE` arguments as kgstream's environment (`KGSTREAM_NAME`)."""
-    settings = {}
-    for pair in pairs:
-        name, equals, value = pair.partition("=")
-        if not equals or not name:
-            raise SystemExit(f"--kgstream-setting takes NAME=VALUE, got {pair!r}")
-        settings[f"KGSTREAM_{name.upper()}"] = value
-    return settings
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=1000, help="corpus size (default 1000)")
@@ -302,7 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.only in (None, "kgstream"):
                 progress(f"{delay * 1000:.0f} ms per call: kgstream")
                 runs["kgstream"] = run_kgstream(
-                    server, workload, folder, warmup, kgstream_settings(args.kgstream_setting)
+                    server,
+                    workload,
+                    folder,
+                    warmup,
+                    run_settings(args.kgstream_setting, "--kgstream-setting"),
                 )
                 loads.append(" ".join(f"{v:.2f}" for v in os.getloadavg()))
             if python is not None:
