@@ -15,7 +15,7 @@ from connectors.vectors.base import VectorKind, VectorPoint
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
-from dataflow.core.messages import Vector
+from dataflow.core.messages import ChunkMentions, Vector
 from dataflow.core.naming import relation_id
 
 
@@ -43,7 +43,7 @@ def store_write(batch: CommitBatch) -> StoreWrite:
     upserts = (
         *(entity_point(record, vector) for record, vector in batch.entity_vectors),
         *(relation_point(record, vector) for record, vector in batch.relation_vectors),
-        *(chunk_point(chunk, vector) for chunk, vector in batch.chunk_vectors),
+        *(chunk_point(chunk, vector, mentions) for chunk, vector, mentions in batch.chunk_vectors),
     )
     deletes = (
         *((VectorKind.ENTITY, key) for key in batch.entity_vector_deletes),
@@ -53,29 +53,32 @@ def store_write(batch: CommitBatch) -> StoreWrite:
     return StoreWrite(graph, upserts, deletes)
 
 
+# Entity and relation points carry no citation lists (chunk ids, doc ids, paths): a hub's
+# would make every write of its point O(hub), where the same question, "what do these
+# chunks mention", is answered by a chunk point's `mentions` (docs/design.md, "Stores").
+
+
 def entity_point(record: EntityRecord, vector: Vector) -> VectorPoint:
-    payload = {
-        "entity": record.key,
-        "name": record.name,
-        "file_paths": list(record.file_paths),
-        "doc_ids": list(record.doc_ids),
-        "chunk_ids": list(record.source_chunk_ids),
-    }
+    payload = {"entity": record.key, "name": record.name}
     return VectorPoint(VectorKind.ENTITY, record.key, vector, payload, record.embedding_text)
 
 
 def relation_point(record: RelationRecord, vector: Vector) -> VectorPoint:
-    payload = {
-        "source": record.source,
-        "target": record.target,
-        "file_paths": list(record.file_paths),
-        "doc_ids": list(record.doc_ids),
-        "chunk_ids": list(record.source_chunk_ids),
-    }
+    payload = {"source": record.source, "target": record.target}
     key = relation_id(record.pair)
     return VectorPoint(VectorKind.RELATION, key, vector, payload, record.embedding_text)
 
 
-def chunk_point(chunk: Chunk, vector: Vector) -> VectorPoint:
-    payload = {"chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "file_path": chunk.file_path}
+MENTIONED_ENTITIES = "entities"  # chunk payload: the entity keys the chunk contributes
+MENTIONED_RELATIONS = "relations"  # chunk payload: the relation ids (`relation_id`) it does
+
+
+def chunk_point(chunk: Chunk, vector: Vector, mentions: ChunkMentions) -> VectorPoint:
+    payload = {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "file_path": chunk.file_path,
+        MENTIONED_ENTITIES: list(mentions.entities),
+        MENTIONED_RELATIONS: [relation_id(pair) for pair in mentions.relations],
+    }
     return VectorPoint(VectorKind.CHUNK, chunk.chunk_id, vector, payload, chunk.text)

@@ -327,7 +327,7 @@ def _chunk_step(
     state: ChunkContributions | None, outcome: ChunkOutcome
 ) -> tuple[ChunkContributions | None, list[TaggedDelta | ChunkSettled]]:
     new_state, deltas = update_chunk(state, outcome.event)
-    return new_state, chunk_messages(outcome, deltas)
+    return new_state, chunk_messages(outcome, deltas, new_state)
 
 
 # -- entity and relation steps ------------------------------------------------

@@ -50,6 +50,7 @@ from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.retrieval import (
     ChunkSearch,
     GraphLane,
+    GraphScope,
     NamedEntities,
     OneHop,
     Scope,
@@ -496,12 +497,15 @@ class QueryEngine:
             if low or high
             else NamedEntities()  # naive reads no graph
         )
+        in_scope = GraphScope.of(stores, scope) if low or high else GraphScope(scope)
         far = (
-            find_relations(stores, wording, vectors[high], top_k, scope, version, named.keys)
+            find_relations(stores, wording, vectors[high], top_k, in_scope, version, named.keys)
             if high
             else GraphLane()
         )
-        near = find_entities(stores, named, low, vectors[low], top_k, scope, version) if low else []
+        near = (
+            find_entities(stores, named, low, vectors[low], top_k, in_scope, version) if low else []
+        )
         hop = one_hop(stores, near) if near else OneHop()
         lines = ContextLines()
         local: list[RetrievedRelation] = []

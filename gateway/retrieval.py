@@ -22,23 +22,26 @@ name, number or rare word is found even when the embedding misses it.
   by relevance. "Who directed the film that starred X?" finds X's film first, then the
   film's other passages through it.
 
-A `Scope` (the request's doc_ids / file_path_prefix) filters every vector search and
-drops graph-expanded entities, relations and chunks from other documents. Each step is
-one Redis pipeline or one vector-store call, whatever `top_k` is.
+A `Scope` (the request's doc_ids / file_path_prefix) filters every chunk search and
+drops graph-expanded entities, relations and chunks from other documents. Entity and
+relation points carry no document ids or paths (a hub's would make each write of its
+point O(hub)), so `GraphScope` restricts their searches to what the in-scope chunks
+mention. Each step is one Redis pipeline or one vector-store call, whatever `top_k` is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
 from connectors.stores import Stores
-from connectors.vectors.base import VectorFilter, VectorHit, VectorKind
+from connectors.vectors.base import JsonValue, VectorFilter, VectorHit, VectorKind
+from connectors.writes import MENTIONED_ENTITIES, MENTIONED_RELATIONS
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.lexical import STOPWORDS, SparseVector
-from dataflow.core.naming import relation_pair_of
+from dataflow.core.naming import relation_id, relation_pair_of
 from gateway.fusion import Lane, fuse
 from gateway.names import matched_names, name_spans, named_entities
 from gateway.types import RetrievedChunk, RetrievedEntity, RetrievedRelation
@@ -66,17 +69,11 @@ class Scope:
     def is_everything(self) -> bool:
         return not self.doc_ids and self.file_path_prefix is None
 
-    def vector_filter(
-        self, chunk_ids: Sequence[str] = (), ends: Sequence[str] = ()
-    ) -> VectorFilter | None:
-        if self.is_everything and not chunk_ids and not ends:
+    def vector_filter(self) -> VectorFilter | None:
+        """The filter of a chunk search (chunk points carry their doc id and path)."""
+        if self.is_everything:
             return None
-        return VectorFilter(
-            doc_ids=self.doc_ids,
-            file_path_prefix=self.file_path_prefix,
-            chunk_ids=tuple(chunk_ids),
-            ends=tuple(ends),
-        )
+        return VectorFilter(doc_ids=self.doc_ids, file_path_prefix=self.file_path_prefix)
 
     def admits(self, doc_ids: Iterable[str], file_paths: Iterable[str]) -> bool:
         if self.doc_ids and not set(doc_ids) & set(self.doc_ids):
@@ -88,6 +85,117 @@ class Scope:
 
     def admits_chunk(self, chunk: Chunk) -> bool:
         return self.admits((chunk.doc_id,), (chunk.file_path,))
+
+
+CANDIDATE_CHUNKS = 1000  # a path scope over more chunks searches deeper instead (GraphScope)
+DEEPEN = 4  # how much deeper each round of a deep scoped search reads
+
+
+@dataclass(frozen=True)
+class GraphScope:
+    """A `Scope` for the entity and relation searches, whose points name no documents.
+
+    An entity or relation is in scope when an in-scope chunk mentions it (that chunk's
+    point lists the keys: connectors/writes.py). Its searches then run among those keys
+    (`entities`, `relations`). A path scope wider than `CANDIDATE_CHUNKS` chunks is not
+    listed (both None): its searches read deeper, `DEEPEN` times more each round, and
+    keep what `Scope.admits` keeps on the records, until they have their `top_k` or
+    the collection is exhausted. Both ways give the hits a search filtered by document
+    would. A doc_ids scope is always listed: a record's document ids and paths cannot
+    say whether one and the same document is in both parts of a two-part scope.
+    """
+
+    scope: Scope = field(default_factory=Scope)
+    entities: frozenset[str] | None = None
+    relations: frozenset[str] | None = None
+
+    @staticmethod
+    def of(stores: Stores, scope: Scope) -> GraphScope:
+        if scope.is_everything:
+            return GraphScope(scope)
+        limit = None if scope.doc_ids else CANDIDATE_CHUNKS + 1
+        chunks = stores.vectors.payloads(VectorKind.CHUNK, scope.vector_filter(), limit=limit)
+        if limit is not None and len(chunks) >= limit:
+            return GraphScope(scope)
+        entities = {key for p in chunks.values() for key in _strings(p.get(MENTIONED_ENTITIES))}
+        relations = {key for p in chunks.values() for key in _strings(p.get(MENTIONED_RELATIONS))}
+        return GraphScope(scope, frozenset(entities), frozenset(relations))
+
+    def searches(
+        self,
+        stores: Stores,
+        kind: VectorKind,
+        vector: Sequence[float],
+        text: str,
+        top_k: int,
+        version: int | None,
+    ) -> tuple[list[str], list[str]]:
+        """The keys of the best `top_k` in-scope points by dense match of `vector` and by
+        lexical match of `text` (IDF counted as of `version`)."""
+        vectors = stores.vectors
+        query = vectors.lexical_query(kind, text, as_of=version)
+        dense = self.keys(
+            stores,
+            kind,
+            lambda limit, keys: vectors.search(kind, vector, limit, None, keys, with_payload=False),
+            top_k,
+        )
+        lexical = self.keys(
+            stores,
+            kind,
+            lambda limit, keys: vectors.search_sparse(
+                kind, query, limit, None, keys, with_payload=False
+            ),
+            top_k,
+        )
+        return dense, lexical
+
+    def keys(self, stores: Stores, kind: VectorKind, search: Search, top_k: int) -> list[str]:
+        """The keys of the best `top_k` in-scope hits of `search` over entity or relation
+        points (`kind`)."""
+        if kind is VectorKind.ENTITY:
+            return self._keys(search, top_k, self.entities, lambda k: self._entities_in(stores, k))
+        return self._keys(search, top_k, self.relations, lambda k: self._relations_in(stores, k))
+
+    def _entities_in(self, stores: Stores, keys: list[str]) -> Collection[str]:
+        records = stores.graph.get_entities(keys)
+        return {k for k, r in records.items() if self.scope.admits(r.doc_ids, r.file_paths)}
+
+    def _relations_in(self, stores: Stores, keys: list[str]) -> Collection[str]:
+        records = stores.graph.get_relations(relation_pair_of(key) for key in keys)
+        return {
+            relation_id(pair)
+            for pair, record in records.items()
+            if self.scope.admits(record.doc_ids, record.file_paths)
+        }
+
+    def _keys(
+        self,
+        search: Search,
+        top_k: int,
+        candidates: frozenset[str] | None,
+        admitted: Callable[[list[str]], Collection[str]],
+    ) -> list[str]:
+        if self.scope.is_everything:
+            return hit_keys(search(top_k, None))
+        if candidates is not None:
+            return hit_keys(search(top_k, candidates)) if candidates else []
+        depth = top_k
+        while True:
+            keys = hit_keys(search(depth, None))
+            inside = admitted(keys)
+            kept = [key for key in keys if key in inside]
+            if len(kept) >= top_k or len(keys) < depth:
+                return kept[:top_k]
+            depth *= DEEPEN
+
+
+Search = Callable[[int, Collection[str] | None], list[VectorHit]]
+"""A search for `limit` hits, among the given keys (None: all of them)."""
+
+
+def _strings(value: JsonValue) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 @dataclass(frozen=True)
@@ -132,19 +240,15 @@ def find_entities(
     text: str,
     vector: Sequence[float],
     top_k: int,
-    scope: Scope,
+    in_scope: GraphScope,
     version: int | None = None,
 ) -> list[RetrievedEntity]:
     """The `named` entities, then by vector and lexical match of `text`, fused by rank;
     score = the fused score. `version`: the index version read (lexical counts are
     reused within it)."""
-    graph, vectors = stores.graph, stores.vectors
-    found = scope.vector_filter()
-    dense = vectors.search(VectorKind.ENTITY, vector, top_k, found, with_payload=False)
-    lexical = vectors.search_lexical(
-        VectorKind.ENTITY, text, top_k, found, with_payload=False, as_of=version
-    )
-    lanes = [Lane(list(named.keys)), Lane(hit_keys(dense)), Lane(hit_keys(lexical))]
+    graph, scope = stores.graph, in_scope.scope
+    dense, lexical = in_scope.searches(stores, VectorKind.ENTITY, vector, text, top_k, version)
+    lanes = [Lane(list(named.keys)), Lane(dense), Lane(lexical)]
     fused = fuse(lanes)[:top_k]
     read, degrees = graph.get_entities_and_degrees(key for key, _ in fused)
     records = {**named.records, **read}
@@ -213,7 +317,7 @@ def find_relations(
     text: str,
     vector: Sequence[float],
     top_k: int,
-    scope: Scope,
+    in_scope: GraphScope,
     version: int | None = None,
     named: Sequence[str] = (),
 ) -> GraphLane:
@@ -225,14 +329,10 @@ def find_relations(
     lexical ranking of "Who is older, Annie Morton or Terry Richardson?" fills its top
     with one person's relations (measured: global mode found both passages of such
     questions for 0.69 of them, where vector search over chunks finds 0.94)."""
-    vectors = stores.vectors
-    in_scope = scope.vector_filter()
-    dense = vectors.search(VectorKind.RELATION, vector, top_k, in_scope, with_payload=False)
-    lexical = vectors.search_lexical(
-        VectorKind.RELATION, text, top_k, in_scope, with_payload=False, as_of=version
-    )
-    around = _relations_of_named(stores, named, vector, scope)
-    lanes = [Lane(hit_keys(dense)), Lane(hit_keys(lexical)), Lane(around, NAMED_LANE_WEIGHT)]
+    scope = in_scope.scope
+    dense, lexical = in_scope.searches(stores, VectorKind.RELATION, vector, text, top_k, version)
+    around = _relations_of_named(stores, named, vector, in_scope)
+    lanes = [Lane(dense), Lane(lexical), Lane(around, NAMED_LANE_WEIGHT)]
     fused = [(relation_pair_of(key), score) for key, score in fuse(lanes)][:top_k]
     if not fused:
         return GraphLane()
@@ -261,7 +361,7 @@ NAMED_LANE_WEIGHT = 2.0
 
 
 def _relations_of_named(
-    stores: Stores, named: Sequence[str], vector: Sequence[float], scope: Scope
+    stores: Stores, named: Sequence[str], vector: Sequence[float], in_scope: GraphScope
 ) -> list[str]:
     """The named entities' relations (ids) closest to `vector`, taking turns by entity
     (each one's best, then each one's second best, up to `NAMED_RELATIONS_EACH` each),
@@ -269,16 +369,21 @@ def _relations_of_named(
     named = list(named[:NAMED_FOR_RELATIONS])
     if not named:
         return []
-    limit = NAMED_RELATIONS_EACH * len(named) * 4
-    hits = stores.vectors.search(
-        VectorKind.RELATION, vector, limit, scope.vector_filter(ends=named), with_payload=False
+    of_named = VectorFilter(ends=tuple(named))
+    found = in_scope.keys(
+        stores,
+        VectorKind.RELATION,
+        lambda limit, keys: stores.vectors.search(
+            VectorKind.RELATION, vector, limit, of_named, keys, with_payload=False
+        ),
+        NAMED_RELATIONS_EACH * len(named) * 4,
     )
     turns: dict[str, list[str]] = {key: [] for key in named}
-    for hit in hits:
-        for end in relation_pair_of(hit.key):
+    for key in found:
+        for end in relation_pair_of(key):
             mine = turns.get(end)
             if mine is not None and len(mine) < NAMED_RELATIONS_EACH:
-                mine.append(hit.key)
+                mine.append(key)
     ranked = [key for turn in zip_longest(*turns.values()) for key in turn if key is not None]
     return list(dict.fromkeys(ranked))
 
@@ -350,12 +455,14 @@ class ChunkSearch:
         """Chunks one entity away from `seeds` (the best chunks so far), by relevance."""
         if not seeds:
             return []
-        hits = self.stores.vectors.search(
-            VectorKind.ENTITY,
-            self.vector,
-            BRIDGE_ENTITIES,
-            self.scope.vector_filter(chunk_ids=seeds[:BRIDGE_SEEDS]),
-            with_payload=False,
+        vectors = self.stores.vectors
+        points = vectors.payloads(VectorKind.CHUNK, keys=seeds[:BRIDGE_SEEDS])
+        # In scope: the seeds are, and an entity an in-scope chunk mentions is.
+        mentioned = {key for p in points.values() for key in _strings(p.get(MENTIONED_ENTITIES))}
+        if not mentioned:
+            return []
+        hits = vectors.search(
+            VectorKind.ENTITY, self.vector, BRIDGE_ENTITIES, None, mentioned, with_payload=False
         )
         cited = self.stores.graph.chunk_ids_of_few(hit_keys(hits), BRIDGE_MAX_CITED)
         candidates = [chunk for hit in hits for chunk in cited.get(hit.key, ())]

@@ -15,6 +15,7 @@ document's text and ids are gone from every file.
 from __future__ import annotations
 
 import sqlite3
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
@@ -26,6 +27,8 @@ from connectors.redis.graph_store import GraphStore
 from connectors.vectors.base import VectorPoint, VectorStore
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
+from dataflow.core.contributions import RelationPair
+from dataflow.core.messages import NO_MENTIONS, ChunkMentions
 
 T = TypeVar("T")
 
@@ -52,10 +55,34 @@ def rebuild_vectors(
             written += len(batch)
         return written
 
+    mentions = chunk_mentions(graph)
     return {
-        "chunks": rebuild(graph.iter_chunks(), lambda c: c.text, chunk_point),
+        "chunks": rebuild(
+            graph.iter_chunks(),
+            lambda c: c.text,
+            lambda c, vector: chunk_point(c, vector, mentions.get(c.chunk_id, NO_MENTIONS)),
+        ),
         "entities": rebuild(graph.iter_entities(), lambda e: e.embedding_text, entity_point),
         "relations": rebuild(graph.iter_relations(), lambda r: r.embedding_text, relation_point),
+    }
+
+
+def chunk_mentions(graph: GraphStore) -> dict[str, ChunkMentions]:
+    """What each chunk contributes, from the records that cite it (the inverse of their
+    `source_chunk_ids`, as the chunk step has it)."""
+    entities: dict[str, list[str]] = defaultdict(list)
+    relations: dict[str, list[RelationPair]] = defaultdict(list)
+    for entity in graph.iter_entities():
+        for chunk_id in entity.source_chunk_ids:
+            entities[chunk_id].append(entity.key)
+    for relation in graph.iter_relations():
+        for chunk_id in relation.source_chunk_ids:
+            relations[chunk_id].append(relation.pair)
+    return {
+        chunk_id: ChunkMentions(
+            tuple(sorted(entities.get(chunk_id, ()))), tuple(sorted(relations.get(chunk_id, ())))
+        )
+        for chunk_id in entities.keys() | relations.keys()
     }
 
 

@@ -15,8 +15,9 @@ Why it looks the way it does:
   entity keys, sorted, joined by U+001F, which entity keys never contain).
 - **Payloads join back to Redis.** The caller's payload is stored and returned unchanged.
   By convention it carries ``doc_id`` + ``file_path`` + ``chunk_id`` (chunks) or
-  ``doc_ids`` + ``file_paths`` + ``chunk_ids`` (entities and relations, which come from
-  many chunks), and relations also carry ``source`` and ``target``. From those fields the
+  ``doc_ids`` + ``file_paths`` + ``chunk_ids`` (points that come from many chunks; kgstream's
+  own entity and relation points carry none, connectors/writes.py), and relations also carry
+  ``source`` and ``target``. From those fields the
   store derives indexed fields (prefixed ``_kg_``, hidden from readers): the point's key,
   its doc ids, its chunk ids (so "the entities these chunks mention" is one filtered
   search), a relation's two entity keys (so "the relations of these entities" is one
@@ -85,8 +86,10 @@ PAYLOAD_FIELD = "_kg_payload"
 binding takes a text at once where it converts a list element by element (3.4 us a string:
 a hub's point, citing hundreds of chunks, documents and paths, took 8 ms to upsert at 300 and
 28 ms at 1,000). Points written before it hold the caller's fields at the top level."""
-METADATA_FORMAT = "kgstream-vectors/3"  # /2: the lexical sparse vector; /3: relation ends
-_OLDER_FORMATS = ("kgstream-vectors/1", "kgstream-vectors/2")
+# /2: the lexical sparse vector; /3: relation ends; /4: chunk points name what they mention,
+# entity and relation points carry no citation lists (connectors/writes.py)
+METADATA_FORMAT = "kgstream-vectors/4"
+_OLDER_FORMATS = ("kgstream-vectors/1", "kgstream-vectors/2", "kgstream-vectors/3")
 LEXICAL_VECTOR = "lexical"
 INDEXED_FIELDS = (DOC_IDS_FIELD, CHUNK_IDS_FIELD, ENDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
 """The keyword-indexed fields: filters and counts use them, a search never returns them."""
@@ -211,8 +214,8 @@ class VectorSpaceMismatchError(RuntimeError):
         if not stored.current_format:
             super().__init__(
                 f"workspace {workspace!r} holds {stored.kind.value} vectors (collection "
-                f"{stored.name!r}) from an older kgstream (without the lexical vectors or "
-                "indexed fields this version searches with). "
+                f"{stored.name!r}) from an older kgstream (without the lexical vectors, "
+                "indexed fields or chunk mentions this version searches with). "
                 "Run `kgstream rebuild-vectors` to re-create the collections from Redis."
             )
             return
@@ -301,6 +304,19 @@ class VectorStore(Protocol):
 
     def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
         """The stored points among `keys`, by key; missing keys are absent."""
+        ...
+
+    def payloads(
+        self,
+        kind: VectorKind,
+        filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> dict[str, dict[str, JsonValue]]:
+        """The payloads of the points that match `filter` (and, with `keys`, are among
+        them), by key, no vectors read: at most `limit` of them (None: all), in no
+        particular order."""
         ...
 
     def count(self, kind: VectorKind) -> int:
@@ -566,6 +582,19 @@ class BaseVectorStore(ABC):
     def _scroll(self, name: str, page_size: int) -> Iterator[RawRecord]: ...
 
     @abstractmethod
+    def _scroll_payloads(
+        self,
+        name: str,
+        conditions: list[tuple[str, list[str]]],
+        ids: list[str] | None,
+        limit: int | None,
+        page_size: int,
+    ) -> Iterator[Mapping[str, Any]]:
+        """The stored payloads (`KEY_FIELD` and the caller's fields, as `_query` reads
+        them) of at most `limit` points (None: all) that meet every condition and, with
+        `ids`, are among those point ids."""
+
+    @abstractmethod
     def _ping(self) -> None:
         """One cheap round trip to the backend; raise when it cannot be reached."""
 
@@ -766,6 +795,26 @@ class BaseVectorStore(ABC):
                 point = self._to_point(kind, record)
                 found[point.key] = point
         return found
+
+    def payloads(
+        self,
+        kind: VectorKind,
+        filter: VectorFilter | None = None,
+        keys: Iterable[str] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> dict[str, dict[str, JsonValue]]:
+        name = self._name(kind)
+        if limit is not None and limit < 1:
+            raise ValueError(f"payloads limit must be >= 1 or None; got {limit}")
+        conditions = filter_conditions(filter) if filter is not None else []
+        ids: list[str] | None = None
+        if keys is not None:
+            ids = sorted({point_id(kind, key) for key in _key_list(keys)})
+            if not ids:
+                return {}
+        stored = self._scroll_payloads(name, conditions, ids, limit, self.options.batch_size)
+        return {str(p[KEY_FIELD]): strip_index_fields(p) for p in stored}
 
     def count(self, kind: VectorKind) -> int:
         return self._count(self._name(kind))

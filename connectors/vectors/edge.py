@@ -195,13 +195,7 @@ class EdgeVectorStore(BaseVectorStore):
         ids: list[str] | None,
         with_payload: bool,
     ) -> list[RawHit]:
-        must: list[Any] = [
-            edge.FieldCondition(key=field, match=edge.MatchAny(any=values))
-            for field, values in conditions
-        ]
-        if ids is not None:
-            must.append(edge.HasIdCondition(set(ids)))
-        query_filter = edge.Filter(must=must) if must else None
+        query_filter = _filter(conditions, ids)
         if isinstance(query, SparseVector):
             nearest = edge.Query.Nearest(
                 edge.SparseVector(list(query.indices), list(query.values)), using=LEXICAL_VECTOR
@@ -244,15 +238,45 @@ class EdgeVectorStore(BaseVectorStore):
         for records in self._pages(name, page_size, _KEY_ONLY, with_vector=False):
             yield [(str(r.id), str(r.payload[KEY_FIELD])) for r in records if r.payload]
 
+    def _scroll_payloads(
+        self,
+        name: str,
+        conditions: list[tuple[str, list[str]]],
+        ids: list[str] | None,
+        limit: int | None,
+        page_size: int,
+    ) -> Iterator[dict[str, Any]]:
+        pages = self._pages(
+            name, page_size, _SEARCH_PAYLOAD, with_vector=False, filter=_filter(conditions, ids)
+        )
+        left = limit
+        for records in pages:
+            for record in records[:left]:
+                yield record.payload
+            if left is not None:
+                left -= len(records)
+                if left <= 0:
+                    return
+
     def _pages(
-        self, name: str, page_size: int, payload: Any, *, with_vector: bool
+        self,
+        name: str,
+        page_size: int,
+        payload: Any,
+        *,
+        with_vector: bool,
+        filter: edge.Filter | None = None,
     ) -> Iterator[list[Any]]:
         shard = self._shards[name]
         offset: Any = None
         while True:
             records, offset = shard.scroll(
                 edge.ScrollRequest(
-                    offset=offset, limit=page_size, with_payload=payload, with_vector=with_vector
+                    offset=offset,
+                    limit=page_size,
+                    filter=filter,
+                    with_payload=payload,
+                    with_vector=with_vector,
                 )
             )
             yield records
@@ -271,6 +295,16 @@ class EdgeVectorStore(BaseVectorStore):
         for shard in shards.values():
             shard.flush()
             shard.close()
+
+
+def _filter(conditions: list[tuple[str, list[str]]], ids: list[str] | None) -> edge.Filter | None:
+    must: list[Any] = [
+        edge.FieldCondition(key=field, match=edge.MatchAny(any=values))
+        for field, values in conditions
+    ]
+    if ids is not None:
+        must.append(edge.HasIdCondition(set(ids)))
+    return edge.Filter(must=must) if must else None
 
 
 def _new_shard(shard_dir: Path, dimension: int) -> edge.EdgeShard:

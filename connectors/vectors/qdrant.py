@@ -145,13 +145,7 @@ class QdrantClientVectorStore(BaseVectorStore):
         selector: models.PayloadSelector | bool = (
             models.PayloadSelectorExclude(exclude=list(INDEXED_FIELDS)) if with_payload else False
         )
-        must: list[Any] = [
-            models.FieldCondition(key=field, match=models.MatchAny(any=values))
-            for field, values in conditions
-        ]
-        if ids is not None:
-            must.append(models.HasIdCondition(has_id=list(ids)))
-        query_filter = models.Filter(must=must) if must else None
+        query_filter = _filter(conditions, ids)
         if isinstance(query, SparseVector):
             response = self.client.query_points(
                 name,
@@ -216,8 +210,46 @@ class QdrantClientVectorStore(BaseVectorStore):
             if offset is None:
                 return
 
+    def _scroll_payloads(
+        self,
+        name: str,
+        conditions: list[tuple[str, list[str]]],
+        ids: list[str] | None,
+        limit: int | None,
+        page_size: int,
+    ) -> Iterator[dict[str, Any]]:
+        selector = models.PayloadSelectorExclude(exclude=list(INDEXED_FIELDS))
+        query_filter = _filter(conditions, ids)
+        offset: Any = None
+        left = limit
+        while left is None or left > 0:
+            records, offset = self.client.scroll(
+                name,
+                scroll_filter=query_filter,
+                limit=page_size if left is None else min(page_size, left),
+                offset=offset,
+                with_payload=selector,
+                with_vectors=False,
+            )
+            for record in records:
+                yield record.payload or {}
+            if left is not None:
+                left -= len(records)
+            if offset is None:
+                return
+
     def _ping(self) -> None:
         self.client.get_collections()
 
     def _close_backend(self) -> None:
         self.client.close()
+
+
+def _filter(conditions: list[tuple[str, list[str]]], ids: list[str] | None) -> models.Filter | None:
+    must: list[Any] = [
+        models.FieldCondition(key=field, match=models.MatchAny(any=values))
+        for field, values in conditions
+    ]
+    if ids is not None:
+        must.append(models.HasIdCondition(has_id=list(ids)))
+    return models.Filter(must=must) if must else None

@@ -30,10 +30,17 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Protocol, TypeVar
 
 from dataflow.core.chunking import Chunk
-from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
+from dataflow.core.contributions import (
+    ChunkContributions,
+    EntityRecord,
+    RelationPair,
+    RelationRecord,
+)
 from dataflow.core.documents import DocumentDelete, DocumentRecord, DocumentStatus
 from dataflow.core.messages import (
+    NO_MENTIONS,
     Ack,
+    ChunkMentions,
     ChunkOutcome,
     ChunkSettled,
     ChunkTask,
@@ -84,17 +91,35 @@ def document_messages(
 
 
 def chunk_messages(
-    outcome: ChunkOutcome, deltas: Iterable[ContributionDelta]
+    outcome: ChunkOutcome,
+    deltas: Iterable[ContributionDelta],
+    contributions: ChunkContributions | None = None,
 ) -> list[TaggedDelta | ChunkSettled]:
-    """What the chunk step sends: its deltas tagged with the ticket, then how many there were."""
+    """What the chunk step sends: its deltas tagged with the ticket, then how many there
+    were, with what the chunk now contributes (`contributions`, the step's new state)."""
     chunk = outcome.event.chunk if isinstance(outcome.event, ChunkExtracted) else None
     tagged: list[TaggedDelta | ChunkSettled] = [
         TaggedDelta(outcome.ticket, outcome.chunk_id, delta) for delta in deltas
     ]
     settled = ChunkSettled(
-        outcome.ticket, outcome.chunk_id, len(tagged), outcome.vector, chunk, outcome.failure
+        outcome.ticket,
+        outcome.chunk_id,
+        len(tagged),
+        outcome.vector,
+        chunk,
+        outcome.failure,
+        mentions_of(contributions),
     )
     return [*tagged, settled]
+
+
+def mentions_of(contributions: ChunkContributions | None) -> ChunkMentions:
+    if contributions is None:
+        return NO_MENTIONS
+    return ChunkMentions(
+        entities=tuple(sorted({c.key for c in contributions.entities})),
+        relations=tuple(sorted({c.key for c in contributions.relations})),
+    )
 
 
 AckCounts = Counter[tuple[Ticket, str]]
@@ -122,6 +147,10 @@ class CompletedDocument:
     event_time: float
 
 
+ChunkVector = tuple[Chunk, Vector, ChunkMentions]
+"""A chunk's vector point: the chunk, its vector, and what it contributes."""
+
+
 @dataclass(frozen=True)
 class CommitBatch:
     """One write, in core types: what the stores must now hold.
@@ -142,7 +171,7 @@ class CommitBatch:
     entity_vector_deletes: tuple[str, ...] = ()
     relation_vectors: tuple[tuple[RelationRecord, Vector], ...] = ()
     relation_vector_deletes: tuple[RelationPair, ...] = ()
-    chunk_vectors: tuple[tuple[Chunk, Vector], ...] = ()
+    chunk_vectors: tuple[ChunkVector, ...] = ()
     chunk_vector_deletes: tuple[str, ...] = ()
     # Documents whose records this write changes while another worker owns their status:
     # any of them stored as PROCESSED reads as PROCESSING from this write on (first, on a
@@ -305,7 +334,10 @@ class DocumentCommit:
     failed_chunks: dict[str, str] = field(default_factory=dict)
     # What the next flush writes.
     chunks: dict[str, Chunk | None] = field(default_factory=dict)
-    chunk_vectors: dict[str, tuple[Chunk, Vector] | None] = field(default_factory=dict)
+    # A snapshot from before chunk mentions existed holds (chunk, vector) pairs here.
+    chunk_vectors: dict[str, ChunkVector | tuple[Chunk, Vector] | None] = field(
+        default_factory=dict
+    )
     document: tuple[str, DocumentRecord | None] | None = None  # (doc id, record or deleted)
     completed: list[CompletedDocument] = field(default_factory=list)
 
@@ -351,7 +383,7 @@ class DocumentCommit:
             chunk_deletes=tuple(k for k, c in self.chunks.items() if c is None),
             document_upserts=(record,) if record is not None else (),
             document_deletes=(doc_id,) if self.document is not None and record is None else (),
-            chunk_vectors=tuple(v for v in self.chunk_vectors.values() if v is not None),
+            chunk_vectors=tuple(_with_mentions(v) for v in self.chunk_vectors.values() if v),
             chunk_vector_deletes=tuple(k for k, v in self.chunk_vectors.items() if v is None),
             completed=tuple(self.completed),
         )
@@ -407,7 +439,7 @@ class DocumentCommit:
             and chunk is not None
             and (chunk.chunk_id, chunk.file_path) in self.current_chunks
         ):
-            self.chunk_vectors[chunk.chunk_id] = (chunk, settled.vector)
+            self.chunk_vectors[chunk.chunk_id] = (chunk, settled.vector, settled.mentions)
 
     def _check(self) -> None:
         """Forget every drained version but an uncompleted current one; complete the current
@@ -454,6 +486,10 @@ class DocumentCommit:
             reason=f"extraction failed for {len(in_order)} chunk(s): {failed[in_order[0]]}",
             failed_chunk_ids=in_order,
         )
+
+
+def _with_mentions(value: ChunkVector | tuple[Chunk, Vector]) -> ChunkVector:
+    return value if len(value) == 3 else (value[0], value[1], NO_MENTIONS)
 
 
 # -- recovery snapshots of earlier versions -------------------------------------

@@ -118,8 +118,24 @@ class Ack:
 
 
 @dataclass(frozen=True)
+class ChunkMentions:
+    """The entity keys and relation pairs a chunk contributes (sorted): its vector point
+    carries them, so "the entities these chunks mention" is a read of a few chunk points,
+    where the entities' own points would have to list every chunk that cites them."""
+
+    entities: tuple[str, ...] = ()
+    relations: tuple[RelationPair, ...] = ()
+
+
+NO_MENTIONS = ChunkMentions()
+
+
+@dataclass(frozen=True)
 class ChunkSettled:
-    """The chunk step applied a chunk task and sent `deltas` deltas downstream."""
+    """The chunk step applied a chunk task and sent `deltas` deltas downstream.
+
+    `mentions`: what the chunk contributes now (a snapshot from before the field unpickles
+    with none)."""
 
     ticket: Ticket
     chunk_id: str
@@ -127,6 +143,7 @@ class ChunkSettled:
     vector: Vector | None = None
     chunk: Chunk | None = None
     failure: str = ""
+    mentions: ChunkMentions = NO_MENTIONS
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """A document's commit when messages overtake each other (as they do across workers), and
 the write batches of the partitioned commit."""
 
+import dataclasses
+import pickle
 from collections import Counter
 
 from connectors.vectors.base import VectorKind
@@ -9,7 +11,14 @@ from dataflow.core.chunking import Chunk
 from dataflow.core.commit import DocumentCommit, merge_batches, records_batch, written_acks
 from dataflow.core.contributions import EntityRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
-from dataflow.core.messages import Ack, ChunkSettled, DocumentPending, EntityRendered, Ticket
+from dataflow.core.messages import (
+    Ack,
+    ChunkMentions,
+    ChunkSettled,
+    DocumentPending,
+    EntityRendered,
+    Ticket,
+)
 
 KEPT = Chunk("chunk-kept", "a.md", 1, "unchanged paragraph", 3, "a.md")
 OLD = Chunk("chunk-old", "a.md", 0, "old paragraph", 2, "a.md")
@@ -156,3 +165,29 @@ def test_renders_are_written_last_one_per_key_and_acknowledged_once_per_chunk():
     both = merge_batches([batch, DocumentCommit().flush()])
     assert both == batch
     assert both.size() == Counter(entity=2, relation=0, chunk=0, document=0)
+
+
+def test_a_chunk_point_names_what_its_settle_says_the_chunk_mentions():
+    mentions = ChunkMentions(("atlas project", "carla diaz"), (("atlas project", "carla diaz"),))
+    commit = DocumentCommit()
+    commit.add(pending("v1", [NEW], awaiting=[NEW.chunk_id]))
+    commit.add(dataclasses.replace(settled("v1", NEW), mentions=mentions))
+
+    (point,) = store_write(commit.flush()).vector_upserts
+
+    assert point.payload["entities"] == ["atlas project", "carla diaz"]
+    assert point.payload["relations"] == ["atlas project\x1fcarla diaz"]
+
+
+def test_state_snapshotted_before_chunk_mentions_resumes_with_none():
+    """A settle pickled before `mentions` existed, and a vector it queued as a pair."""
+    old = settled("v1", NEW)
+    del old.__dict__["mentions"]  # as unpickled from a snapshot taken before the field
+    commit = DocumentCommit()
+    commit.add(pending("v1", [NEW], awaiting=[NEW.chunk_id]))
+    commit.add(pickle.loads(pickle.dumps(old)))
+    commit.chunk_vectors[KEPT.chunk_id] = (KEPT, (0.0, 1.0))  # the old (chunk, vector) pair
+
+    points = {p.key: p.payload for p in store_write(commit.flush()).vector_upserts}
+
+    assert points[NEW.chunk_id]["entities"] == points[KEPT.chunk_id]["entities"] == []

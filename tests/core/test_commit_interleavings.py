@@ -137,7 +137,7 @@ class Stores:
         self.relation_vectors -= set(batch.relation_vector_deletes)
         self.relation_vectors |= {r.pair for r, _ in batch.relation_vectors}
         self.chunk_vectors -= set(batch.chunk_vector_deletes)
-        self.chunk_vectors |= {c.chunk_id for c, _ in batch.chunk_vectors}
+        self.chunk_vectors |= {c.chunk_id for c, _, _ in batch.chunk_vectors}
         self.applied |= rendered
 
 
@@ -264,7 +264,7 @@ class Pipeline:
             self.chunk_states.pop(chunk_id, None)
         else:
             self.chunk_states[chunk_id] = state
-        for message in chunk_messages(outcome, deltas):
+        for message in chunk_messages(outcome, deltas, state):
             if isinstance(message, ChunkSettled):
                 self.send(receiver, ("commit", message.ticket.doc_id), message)
                 continue

@@ -49,11 +49,20 @@ def assert_stores_equal_fresh_build(components, final_documents, embed):
     for key, entity in expected.entities.items():
         vector, payload = index.vectors[VectorKind.ENTITY][key]
         assert vector == pytest.approx(embed(entity.embedding_text), abs=1e-6)
-        assert payload["doc_ids"] == list(entity.doc_ids)
+        assert payload == {"entity": key, "name": entity.name}
     for chunk_id, chunk in expected.chunks.items():
         vector, payload = index.vectors[VectorKind.CHUNK][chunk_id]
         assert vector == pytest.approx(embed(chunk.text), abs=1e-6)
         assert payload["doc_id"] == chunk.doc_id
+        # What the chunk mentions, after every edit and delete, as a fresh build has it.
+        assert payload["entities"] == sorted(
+            key for key, e in expected.entities.items() if chunk_id in e.source_chunk_ids
+        )
+        assert payload["relations"] == sorted(
+            relation_id(pair)
+            for pair, r in expected.relations.items()
+            if chunk_id in r.source_chunk_ids
+        )
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -7,7 +7,7 @@ import pytest
 
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import Scope, find_entities, named_in
+from gateway.retrieval import GraphScope, find_entities, named_in
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import DOCUMENTS, build_corpus
@@ -61,7 +61,7 @@ def test_an_alias_of_several_entities_finds_them_all_first(namesakes):
         "Adam",
         vector,
         5,
-        Scope(),
+        GraphScope(),
     )
 
     assert graph.entities_by_alias(["adam"]) == {"adam": ["adam jones", "adam smith"]}

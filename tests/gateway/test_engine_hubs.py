@@ -8,7 +8,7 @@ import pytest
 import gateway.engine as engine_module
 from gateway.engine import QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import Scope, find_entities, named_in, one_hop
+from gateway.retrieval import GraphScope, Scope, find_entities, named_in, one_hop
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import build_corpus
@@ -44,7 +44,7 @@ def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
         "Kessler Institute",
         vector,
         5,
-        Scope(),
+        GraphScope(),
     )
     hop = one_hop(hub.stores, entities)
     full = hop.read(hub.stores, 0, len(hop.pairs), Scope())

@@ -13,10 +13,13 @@ import pytest
 from connectors.errors import StoreUnavailable
 from connectors.redis.graph_store import GraphBatch, GraphStore
 from connectors.stores import Stores
+from connectors.vectors.base import VectorKind
+from dataflow.core.naming import relation_id
+from gateway import retrieval as lanes
 from gateway.context import chunk_budget, chunk_line, entity_line, reference_line, relation_line
 from gateway.engine import AnswerCache, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import ChunkSearch, Scope
+from gateway.retrieval import ChunkSearch, GraphScope, Scope
 from gateway.types import (
     Answer,
     IndexVersionTimeout,
@@ -285,6 +288,86 @@ def test_path_prefix_drops_chunks_of_shared_entities_from_other_folders(engine):
         any(path.startswith("companies/") for path in r.record.file_paths)
         for r in retrieval.relations
     )
+
+
+def test_chunk_points_name_what_they_mention_and_graph_points_no_citations(corpus):
+    """What a chunk contributes is on its point (the bridge lane and scoped graph searches
+    read it there); entity and relation points carry no lists that grow with a hub."""
+    graph, vectors = corpus.stores.graph, corpus.stores.vectors
+    entities, relations = list(graph.iter_entities()), list(graph.iter_relations())
+    chunks = {point.key: point.payload for point in vectors.iter_points(VectorKind.CHUNK)}
+
+    assert chunks and entities and relations
+    for chunk_id, payload in chunks.items():
+        assert payload["entities"] == sorted(
+            e.key for e in entities if chunk_id in e.source_chunk_ids
+        )
+        assert payload["relations"] == sorted(
+            relation_id(r.pair) for r in relations if chunk_id in r.source_chunk_ids
+        )
+    assert any(payload["entities"] for payload in chunks.values())
+    for point in vectors.iter_points(VectorKind.ENTITY):
+        assert point.payload == {
+            "entity": point.key,
+            "name": graph.get_entities([point.key])[point.key].name,
+        }
+    for point in vectors.iter_points(VectorKind.RELATION):
+        assert set(point.payload) == {"source", "target"}
+
+
+SCOPES = [
+    Scope(doc_ids=("kitchen/bread.md",)),
+    Scope(file_path_prefix="companies"),
+    Scope(file_path_prefix="kitchen/bread.md"),
+    Scope(doc_ids=("projects/atlas.md", "companies/helios.md"), file_path_prefix="companies/"),
+    Scope(file_path_prefix="nowhere"),
+]
+
+
+@pytest.mark.parametrize("scope", SCOPES, ids=repr)
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "deep"])
+def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, monkeypatch, scope, listed):
+    """Listed (among what the in-scope chunks mention) or deep (a path scope too wide to
+    list: read deeper and check the records), a scoped search returns the whole ranking's
+    best `top_k` of the points an in-scope chunk mentions, ties by key."""
+    stores = corpus.stores
+    if not listed:
+        monkeypatch.setattr(lanes, "CANDIDATE_CHUNKS", 0)
+    docs = {d.record.doc_id: d.record for d in stores.graph.iter_documents()}
+    chunks = {  # of the documents in scope: both parts of the scope hold for one document
+        chunk_id
+        for doc_id, record in docs.items()
+        if (not scope.doc_ids or doc_id in scope.doc_ids)
+        and Scope(file_path_prefix=scope.file_path_prefix).admits((), (record.file_path,))
+        for chunk_id in record.chunk_ids
+    }
+    in_scope = GraphScope.of(stores, scope)
+    if not listed and not scope.doc_ids and chunks:  # more in-scope chunks than 0
+        assert (in_scope.entities, in_scope.relations) == (None, None)
+    else:
+        assert in_scope.entities is not None and in_scope.relations is not None
+    vector = corpus.embedder.embed(["renewable energy companies and their founders"])[0]
+
+    for kind in (VectorKind.ENTITY, VectorKind.RELATION):
+        records = (
+            {e.key: e.source_chunk_ids for e in stores.graph.iter_entities()}
+            if kind is VectorKind.ENTITY
+            else {relation_id(r.pair): r.source_chunk_ids for r in stores.graph.iter_relations()}
+        )
+        whole = stores.vectors.search(kind, vector, len(records), with_payload=False)
+        expected = [hit.key for hit in whole if set(records[hit.key]) & chunks][:3]
+
+        found = in_scope.keys(
+            stores,
+            kind,
+            lambda limit, among, kind=kind: stores.vectors.search(
+                kind, vector, limit, None, among, with_payload=False
+            ),
+            3,
+        )
+
+        assert found == expected
+        assert len(found) == min(3, sum(1 for cited in records.values() if set(cited) & chunks))
 
 
 def test_empty_index_gives_an_empty_retrieval(redis_server, tmp_path):

@@ -148,6 +148,9 @@ def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monke
     write(folder, DOCS)
     index(folder, data)
     before = export(data, tmp_path)
+    with open_stores(StoreLocations(data), "test-embedding-model-384", 384) as stores:
+        chunks = {p.key: p.payload for p in stores.vectors.iter_points(VectorKind.CHUNK)}
+    assert any(payload["entities"] for payload in chunks.values())
 
     monkeypatch.setenv("KGSTREAM_EMBEDDING_MODEL", "test-chat-model")  # another model name
     capsys.readouterr()
@@ -166,6 +169,8 @@ def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monke
         assert stores.vectors.count(VectorKind.ENTITY) == len(before["entities"])
         assert stores.vectors.count(VectorKind.RELATION) == len(before["relations"])
         assert stores.vectors.count(VectorKind.CHUNK) == len(before["chunks"])
+        # What each chunk mentions is rebuilt from the records that cite it.
+        assert {p.key: p.payload for p in stores.vectors.iter_points(VectorKind.CHUNK)} == chunks
     assert export(data, tmp_path) == before
 
 

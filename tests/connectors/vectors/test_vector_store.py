@@ -250,6 +250,26 @@ def test_filtered_top_k_counts_only_matching_points(store: BaseVectorStore) -> N
     assert keys(hits) == ["c3"]
 
 
+def test_payloads_reads_the_matching_points_payloads_up_to_a_limit(store: BaseVectorStore) -> None:
+    store.upsert(_filter_corpus())
+    written = {p.key: dict(p.payload) for p in _filter_corpus() if p.kind is VectorKind.CHUNK}
+    in_notes = VectorFilter(file_path_prefix="notes")
+
+    assert store.payloads(VectorKind.CHUNK) == written
+    assert store.payloads(VectorKind.CHUNK, in_notes) == {
+        key: written[key] for key in ("c1", "c2", "c3", "c4")
+    }
+    assert store.payloads(VectorKind.CHUNK, in_notes, ["c2", "c5", "missing"]) == {
+        "c2": written["c2"]
+    }
+    assert store.payloads(VectorKind.CHUNK, keys=[]) == {}
+    some = store.payloads(VectorKind.CHUNK, in_notes, limit=3)
+    assert len(some) == 3 and some.items() <= written.items()
+    assert len(store.payloads(VectorKind.CHUNK, limit=100)) == len(written)
+    with pytest.raises(ValueError, match="limit"):
+        store.payloads(VectorKind.CHUNK, limit=0)
+
+
 def test_get_count_and_iter_points_return_exactly_what_was_written(
     store: BaseVectorStore,
 ) -> None:
