@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 from connectors.embeddings.base import Embedder
 from connectors.errors import store_outages
@@ -110,6 +111,9 @@ def _best_per_item(cited: Sequence[Sequence[str]], ranked: Sequence[str]) -> lis
 
 DEFAULT_LIMITS = RequestLimits()
 _EMBEDDING_WORKERS = 16  # background embeddings at once: one per gRPC worker
+_GRAPH_SCOPES = 64  # scopes whose graph keys are kept for the current index version
+
+T = TypeVar("T")
 
 
 class _QueryVectors:
@@ -174,16 +178,17 @@ class EngineOptions:
             )
 
 
-class AnswerCache:
-    """LRU of answers by key; entries older than the newest index version seen are dropped."""
+class VersionedCache(Generic[T]):
+    """LRU of values by key, each made at one index version; entries older than the newest
+    index version seen are dropped."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[Hashable, tuple[int, Answer]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[int, T]] = OrderedDict()
         self._newest_version = 0
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, version: int) -> Answer | None:
+    def get(self, key: Hashable, version: int) -> T | None:
         with self._lock:
             self._advance(version)
             entry = self._entries.get(key)
@@ -192,14 +197,14 @@ class AnswerCache:
             self._entries.move_to_end(key)
             return entry[1]
 
-    def put(self, key: Hashable, version: int, answer: Answer) -> None:
+    def put(self, key: Hashable, version: int, value: T) -> None:
         if self.capacity == 0:
             return
         with self._lock:
             self._advance(version)
             if version < self._newest_version:
                 return
-            self._entries[key] = (version, answer)
+            self._entries[key] = (version, value)
             self._entries.move_to_end(key)
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
@@ -214,6 +219,10 @@ class AnswerCache:
             stale = [key for key, (v, _) in self._entries.items() if v < version]
             for key in stale:
                 del self._entries[key]
+
+
+class AnswerCache(VersionedCache[Answer]):
+    """Answers by question and parameters (`EngineOptions.answer_cache_size`)."""
 
 
 class _TextStream:
@@ -355,6 +364,8 @@ class QueryEngine:
         self.llm = llm
         self.options = options or EngineOptions()
         self.answer_cache = AnswerCache(self.options.answer_cache_size)
+        # A scope's entity and relation keys (a scroll of its chunks' payloads), per version.
+        self._graph_scopes: VersionedCache[GraphScope] = VersionedCache(_GRAPH_SCOPES)
 
         self._version_waits = threading.BoundedSemaphore(self.options.max_version_waits)
         self._embedding_pool = ThreadPoolExecutor(
@@ -497,7 +508,7 @@ class QueryEngine:
             if low or high
             else NamedEntities()  # naive reads no graph
         )
-        in_scope = GraphScope.of(stores, scope) if low or high else GraphScope(scope)
+        in_scope = self._graph_scope(scope, version) if low or high else GraphScope(scope)
         far = (
             find_relations(stores, wording, vectors[high], top_k, in_scope, version, named.keys)
             if high
@@ -545,6 +556,16 @@ class QueryEngine:
             references=references_of(chunks) if params.include_references else (),
             index_version=version,
         )
+
+    def _graph_scope(self, scope: Scope, version: int) -> GraphScope:
+        """`GraphScope.of` the scope, reused by the calls that read the same index version."""
+        if scope.is_everything:
+            return GraphScope(scope)
+        found = self._graph_scopes.get(scope, version)
+        if found is None:
+            found = GraphScope.of(self.stores, scope)
+            self._graph_scopes.put(scope, version, found)
+        return found
 
     def _relations_with_room(
         self, kept: list[RetrievedRelation], budget: int, lines: ContextLines

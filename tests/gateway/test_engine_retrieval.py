@@ -325,13 +325,17 @@ SCOPES = [
 
 
 @pytest.mark.parametrize("scope", SCOPES, ids=repr)
-@pytest.mark.parametrize("listed", [True, False], ids=["listed", "deep"])
-def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, monkeypatch, scope, listed):
-    """Listed (among what the in-scope chunks mention) or deep (a path scope too wide to
-    list: read deeper and check the records), a scoped search returns the whole ranking's
-    best `top_k` of the points an in-scope chunk mentions, ties by key."""
+@pytest.mark.parametrize("way", ["among", "listed-deep", "deep"])
+def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, monkeypatch, scope, way):
+    """Among what the in-scope chunks mention (a point-id set), reading deeper and keeping
+    those (too many to search among), or deep (a path scope too wide to list: reading deeper
+    and checking the records), a scoped search returns the whole ranking's best `top_k` of
+    the points an in-scope chunk mentions, ties by key."""
     stores = corpus.stores
-    if not listed:
+    listed = way != "deep"
+    if way == "listed-deep":
+        monkeypatch.setattr(lanes, "AMONG_KEYS", 0)
+    if way == "deep":
         monkeypatch.setattr(lanes, "CANDIDATE_CHUNKS", 0)
     docs = {d.record.doc_id: d.record for d in stores.graph.iter_documents()}
     chunks = {  # of the documents in scope: both parts of the scope hold for one document
@@ -368,6 +372,28 @@ def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, monkeypatc
 
         assert found == expected
         assert len(found) == min(3, sum(1 for cited in records.values() if set(cited) & chunks))
+
+
+def test_a_scopes_graph_keys_are_read_once_per_index_version(corpus, engine, monkeypatch):
+    """The in-scope chunks' payloads are read by the first scoped call at a version; the
+    next calls at that version reuse their keys, a new version reads them again."""
+    vectors = corpus.stores.vectors
+    scrolls = []
+    read_payloads = vectors.payloads
+
+    def counted(kind, filter=None, keys=None, **options):
+        if filter is not None:
+            scrolls.append(filter)
+        return read_payloads(kind, filter, keys, **options)
+
+    monkeypatch.setattr(vectors, "payloads", counted)
+    params = QueryParams("Northwind Labs", mode=Mode.LOCAL, file_path_prefix="companies/")
+
+    first, again = engine.retrieve(params), engine.retrieve(params)
+    assert len(scrolls) == 1 and again.entities == first.entities and first.entities
+    corpus.stores.graph.apply(GraphBatch())
+    after = engine.retrieve(params)
+    assert len(scrolls) == 2 and after.entities == first.entities
 
 
 def test_empty_index_gives_an_empty_retrieval(redis_server, tmp_path):
