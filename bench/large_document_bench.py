@@ -42,6 +42,7 @@ from bench.indexer_bench import (  # noqa: E402
     free_port,
     kgstream_run,
     machine_facts,
+    run_settings,
 )
 
 POLL_SECONDS = 0.02
@@ -92,6 +93,7 @@ def measure(args: argparse.Namespace, per_round: int, work: Path) -> Result:
             "KGSTREAM_EMBEDDING_BASE_URL": llm.base_url,
             "KGSTREAM_EMBEDDING_MODEL": "test-embedding-model",
             "KGSTREAM_DOCUMENT_CHUNKS_PER_ROUND": str(per_round),
+            **run_settings(args.run_setting),
         }
         arguments = ["--watch", str(folder), "--data", str(data), "--no-serve"]
         process = stack.enter_context(kgstream_run(arguments, log, env, f"127.0.0.1:{free_port()}"))
@@ -147,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks-per-round", type=int, nargs="+", default=[64, 8, 0])
     parser.add_argument("--small-after", type=float, default=3.0, help="seconds")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--run-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a kgstream setting for every run (repeatable)",
+    )
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory(prefix="kgstream-large-") as directory:
@@ -155,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(measure(args, per_round, Path(directory)))
     print(
         f"\nA {args.megabytes:g} MB document, then a small one behind it "
-        f"(LLM {args.llm_delay * 1000:.0f} ms a call, 4 at a time; code {code_version()})\n"
+        f"(LLM {args.llm_delay * 1000:.0f} ms a call, 4 at a time; code {code_version()}"
+        f"{''.join('; ' + setting for setting in args.run_setting)})\n"
     )
     print(
         "| chunks per round | large: chunks | small waits s | large: first progress s "
