@@ -45,7 +45,7 @@ class RunOptions:
     workers: int = 1
     process_id: int | None = None
     addresses: tuple[str, ...] = ()
-    epoch_seconds: float = 1.0
+    epoch_seconds: float = 10.0  # Settings.epoch_seconds
     recovery: bool = True
 
     def __post_init__(self) -> None:

@@ -49,6 +49,10 @@ class Settings:
     # (0: no bound): a large document is committed in pieces and shows its progress
     # (documents saved after it still wait for it: docs/design.md, "Large documents")
     document_chunks_per_round: int = 64
+    # the dataflow's epoch (Bytewax's epoch interval): keyed state is snapshotted into the
+    # recovery database once per epoch, and a restart after a crash replays at most about
+    # one epoch of input (docs/design.md, "Epochs of 10 s")
+    epoch_seconds: float = 10.0
     chunk_token_size: int = 1200
     chunk_overlap_tokens: int = 100
     split_by_character: str | None = None
@@ -164,6 +168,8 @@ class Settings:
                 "document_chunks_per_round must be >= 0 (0: no bound); "
                 f"got {self.document_chunks_per_round}"
             )
+        if not self.epoch_seconds > 0:
+            raise SettingsError(f"epoch_seconds must be > 0; got {self.epoch_seconds}")
         if self.embedding_threads < 0:
             raise SettingsError(
                 f"embedding_threads must be >= 0 (0: one per core, at most 4); "

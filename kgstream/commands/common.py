@@ -78,7 +78,7 @@ def run_options(args: argparse.Namespace, settings: Settings) -> Any:
             "(and the vectors at a Qdrant server with KGSTREAM_QDRANT_URL)",
         )
     try:
-        return RunOptions(args.workers, args.process_id, addresses)
+        return RunOptions(args.workers, args.process_id, addresses, settings.epoch_seconds)
     except ValueError as error:
         raise UserError(str(error), "see `kgstream run --help`") from None
 

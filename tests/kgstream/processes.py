@@ -12,6 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FREE_HTTP_ADDRESS = "127.0.0.1:0"  # tests run side by side: never the default port
+# Snapshots every second rather than every 10 s (the default epoch): a test that kills the
+# indexer at a random point then lands between snapshots, so the restart resumes from one.
+SNAPSHOT_EVERY_SECOND = {"KGSTREAM_EPOCH_SECONDS": "1"}
 
 
 def clean_environment(llm_server_url: str) -> dict[str, str]:

@@ -12,7 +12,13 @@ from kafka import KafkaConsumer, KafkaProducer
 from connectors.kafka.producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
-from tests.kgstream.processes import finish, kgstream, llm_environment, wait_until
+from tests.kgstream.processes import (
+    SNAPSHOT_EVERY_SECOND,
+    finish,
+    kgstream,
+    llm_environment,
+    wait_until,
+)
 from tests.support.llm_server import offline_extraction_reply
 
 _topics = itertools.count()
@@ -60,7 +66,7 @@ def export(data: Path, env: dict[str, str]) -> dict:
 @pytest.fixture
 def env(llm_server):
     llm_server.responder = offline_extraction_reply
-    return llm_environment(llm_server.base_url)
+    return {**llm_environment(llm_server.base_url), **SNAPSHOT_EVERY_SECOND}
 
 
 @pytest.fixture

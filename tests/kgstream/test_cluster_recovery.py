@@ -22,7 +22,14 @@ from connectors.vectors.edge import EdgeVectorStore
 from dataflow.core.documents import DocumentDelete
 from kgstream.recovery import read_partitions
 from tests.dataflow.test_cluster import free_ports
-from tests.kgstream.processes import Output, finish, kgstream, llm_environment, wait_until
+from tests.kgstream.processes import (
+    SNAPSHOT_EVERY_SECOND,
+    Output,
+    finish,
+    kgstream,
+    llm_environment,
+    wait_until,
+)
 from tests.kgstream.test_cli_kafka import document, export
 from tests.kgstream.test_kafka_faults import stored_vectors
 from tests.support.llm_server import offline_extraction_reply
@@ -164,6 +171,7 @@ def test_a_cluster_killed_thrice_resumes_and_its_stores_equal_an_uninterrupted_r
     reference_env = llm_environment(llm_server.base_url)  # embedded stores, one process
     workspace = f"cluster{workers}"
     env = dict(reference_env, KGSTREAM_REDIS_URL=redis_server.url, KGSTREAM_WORKSPACE=workspace)
+    env.update(SNAPSHOT_EVERY_SECOND)
     seed = random.randrange(1 << 32)
     chance = random.Random(seed)
     print(f"seed {seed}")  # shown with a failure

@@ -20,6 +20,7 @@ from connectors.kafka.source import topic_end_offsets
 from connectors.stores import StoreLocations, open_stores
 from dataflow.core.documents import DocumentDelete
 from tests.kgstream.processes import (
+    SNAPSHOT_EVERY_SECOND,
     clean_environment,
     finish,
     kgstream,
@@ -48,7 +49,7 @@ def env(llm_server):
 def llm_env(llm_server):
     """Extraction through the test LLM, so its call count shows where the indexer is."""
     llm_server.responder = offline_extraction_reply
-    return llm_environment(llm_server.base_url)
+    return {**llm_environment(llm_server.base_url), **SNAPSHOT_EVERY_SECOND}
 
 
 def send_all(producer: DocumentEventProducer, changes) -> None:
