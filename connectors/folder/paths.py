@@ -20,6 +20,7 @@ import re
 _ESCAPE = re.compile(r"\\x([0-9a-f]{2})")
 _BACKSLASH_ESCAPE = "\\x5c"
 _SURROGATE_FIRST, _SURROGATE_LAST = 0xDC80, 0xDCFF  # what surrogateescape makes of bytes >= 0x80
+_NEEDS_ESCAPING = re.compile(r"[\\\ud800-\udfff]")  # a backslash or a surrogate
 
 
 def doc_id_for_path(relative_path: str) -> str:
@@ -33,6 +34,8 @@ def doc_id_for_path(relative_path: str) -> str:
         raise ValueError(
             f"doc id needs a normalised path relative to the watched root; got {relative_path!r}"
         )
+    if _NEEDS_ESCAPING.search(relative_path) is None:
+        return relative_path  # nothing to escape: the path is its own doc id (the usual case)
     parts: list[str] = []
     for index, character in enumerate(relative_path):
         code = ord(character)

@@ -53,7 +53,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from connectors.folder.paths import doc_id_for_path, path_for_doc_id, relative_path_problem
-from connectors.folder.scan import has_hidden_part, is_document_path, iter_document_paths_under
+from connectors.folder.scan import DocumentPaths, has_hidden_part, iter_document_paths_under
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.messages import SourceEvent
 
@@ -215,6 +215,9 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     ) -> None:
         self._options = options
         self._root = options.root.absolute()
+        # Which paths are documents, folders resolved once per batch (a new one each batch:
+        # a folder replaced by a link meanwhile is seen at the next).
+        self._document_paths = DocumentPaths(self._root)
         self._on_hold = on_hold
         self._fingerprints: FolderSnapshot = dict(resume_state or {})
         self._touches: queue.SimpleQueue[_Touch] = queue.SimpleQueue()
@@ -247,6 +250,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         if self._finished:
             raise StopIteration
         now = time.monotonic()
+        self._document_paths = DocumentPaths(self._root)
         self._collect_touches()
         if not self._root_is_there():
             self._next_root_check = now + ROOT_CHECK_SECONDS
@@ -418,13 +422,16 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         if directory is not None and (
             doc_id == "" or (not has_hidden_part(doc_id) and self._is_real_directory(doc_id))
         ):
-            for path in iter_document_paths_under(self._root, directory):
+            for path in iter_document_paths_under(self._root, directory, self._is_document):
                 found = doc_id_for_path(path.relative_to(self._root).as_posix())
                 seen.add(found)
                 yield found
         prefix = f"{doc_id}/" if doc_id else ""
         vanished = sorted(k for k in self._fingerprints if k.startswith(prefix) and k not in seen)
         yield from vanished
+
+    def _is_document(self, path: Path) -> bool:
+        return self._document_paths(path)
 
     def _emit_resolution(self, doc_id: str, emitted: list[SourceEvent]) -> None:
         event = self._resolve(doc_id)
@@ -438,7 +445,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         origin = f"folder:{doc_id}"
         path = self._path_of(doc_id)
         version: _FileVersion | None = None
-        if path is not None and is_document_path(self._root, path):
+        if path is not None and self._is_document(path):
             try:
                 version = read_file_version(path, self._options.max_document_bytes)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):

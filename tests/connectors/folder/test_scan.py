@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from connectors.folder.scan import (
+    DocumentPaths,
     has_hidden_part,
     is_document_path,
     iter_document_paths,
@@ -50,6 +52,55 @@ def test_a_file_reached_through_a_symlinked_folder_outside_the_root_is_not_a_doc
     (root / "linked-folder").symlink_to(tmp_path / "outside")
 
     assert not is_document_path(root, root / "linked-folder" / "o.md")
+
+
+def test_document_paths_answer_as_is_document_path_on_a_tree_of_hostile_links(
+    tmp_path: Path,
+) -> None:
+    """The per-pass checker resolves folders once and only links in full; every answer
+    must still be `is_document_path`'s, whatever the links do."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub" / "deep").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    outside.mkdir()
+    (outside / "o.md").write_text("o")
+    for relative in ("a.md", "sub/b.md", "sub/deep/c.md", ".hidden/h.md", "x.md.swp", "#t#"):
+        (root / relative).write_text(relative)
+    (root / "in-link.md").symlink_to(root / "sub" / "b.md")
+    (root / "out-link.md").symlink_to(outside / "o.md")
+    (root / "dangling.md").symlink_to(root / "missing.md")
+    (root / "loop-a.md").symlink_to(root / "loop-b.md")
+    (root / "loop-b.md").symlink_to(root / "loop-a.md")
+    (root / "out-folder").symlink_to(outside)
+    (root / "in-folder").symlink_to(root / "sub")
+    (root / "sub" / "up").symlink_to(root)
+    (root / "dir-link.md").symlink_to(root / "sub")
+    os.mkfifo(root / "pipe.md")
+    candidates = [
+        *(Path(current) / name for current, dirs, files in os.walk(root) for name in dirs + files),
+        root / "out-folder" / "o.md",
+        root / "in-folder" / "b.md",
+        root / "in-folder" / "deep" / "c.md",
+        root / "sub" / "up" / "a.md",
+        root / "sub" / "up" / "out-folder" / "o.md",
+        root / "missing.md",
+        root,
+        outside / "o.md",
+    ]
+    checker = DocumentPaths(root)
+
+    answers = {path: checker(path) for path in candidates}
+
+    assert answers == {path: is_document_path(root, path) for path in candidates}
+    assert {p.relative_to(root).as_posix() for p, yes in answers.items() if yes} == {
+        "a.md",
+        "sub/b.md",
+        "sub/deep/c.md",
+        "in-link.md",
+        "in-folder/b.md",
+        "in-folder/deep/c.md",
+        "sub/up/a.md",
+    }
 
 
 def test_listing_under_a_subfolder_applies_the_root_rules(tmp_path: Path) -> None:

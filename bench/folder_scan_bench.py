@@ -1,0 +1,93 @@
+"""The watched folder's rescan: how long the folder source takes to look at every file.
+
+Run from the repository root:
+
+    .venv/bin/python bench/folder_scan_bench.py                     # 16,000 documents
+    .venv/bin/python bench/folder_scan_bench.py --docs 1000 4000 16000
+
+`kgstream run --watch` rescans its whole folder every 30 s (and once at start), to catch what
+the watcher missed; the scan runs in the indexer's one thread, in slices between batches, so
+its cost grows with the folder and comes out of indexing time. Per size: bench/corpus.py's
+documents are written to a folder, the source (connectors/folder/source.py, no watcher) scans
+it once to take its snapshot, then a source resumed from that snapshot scans the unchanged
+folder, `--rounds` times: the table gives the best and the median round, per 1,000 files too.
+The files are in the page cache after the first scan, as on a machine whose indexer keeps
+running. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.corpus import DEFAULT_SEED, write_corpus  # noqa: E402
+from bench.indexer_bench import code_version, machine_facts  # noqa: E402
+from connectors.folder.source import (  # noqa: E402
+    FolderPartition,
+    FolderSnapshot,
+    FolderSourceOptions,
+)
+
+
+def scan(
+    options: FolderSourceOptions, snapshot: FolderSnapshot | None
+) -> tuple[float, int, FolderSnapshot]:
+    """One whole-tree scan: (seconds, events emitted, the source's snapshot after it)."""
+    began = time.perf_counter()
+    partition = FolderPartition(options, snapshot)
+    events = 0
+    try:
+        while True:
+            events += len(partition.next_batch())
+    except StopIteration:
+        pass
+    return time.perf_counter() - began, events, partition.snapshot()
+
+
+def measure(size: int, rounds: int, seed: int, work: Path) -> tuple[float, float, int]:
+    folder = work / f"corpus-{size}"
+    write_corpus(folder, size, seed)
+    options = FolderSourceOptions(root=folder, watch=False, stop_after_scan=True)
+    _, files, snapshot = scan(options, None)
+    times = []
+    for _ in range(rounds):
+        seconds, events, _ = scan(options, snapshot)
+        if events:
+            raise RuntimeError(f"a rescan of the unchanged folder emitted {events} events")
+        times.append(seconds)
+    return min(times), statistics.median(times), files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, nargs="+", default=[16000])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kgstream-scan-") as directory:
+        for size in args.docs:
+            best, median, files = measure(size, args.rounds, args.seed, Path(directory))
+            rows.append((size, files, best, median))
+    print(f"\nRescan of an unchanged folder ({args.rounds} rounds; code {code_version()})\n")
+    print("| documents | files | best s | median s | median ms per 1,000 files |")
+    print("|---:|---:|---:|---:|---:|")
+    for size, files, best, median in rows:
+        print(f"| {size:,} | {files:,} | {best:.2f} | {median:.2f} | {median * 1e6 / files:.0f} |")
+    print()
+    for fact in machine_facts():
+        print(fact)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
