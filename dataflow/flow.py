@@ -59,6 +59,7 @@ from dataflow.core.contributions import (
     EntityContribution,
     EntityFragment,
     EntityRecord,
+    FragmentRows,
     RelationContribution,
     RelationFragment,
     RelationPair,
@@ -340,6 +341,20 @@ class _FragmentsLogicState(Generic[K, F]):
     acks: AckCounts = field(default_factory=Counter)
     due: datetime | None = None  # when the coalesced render is released
     released: datetime | None = None  # when the key's last render was released
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled with the fragments as rows (`FragmentRows`): a hub is snapshotted whole in
+        every epoch it is touched."""
+        state = dict(self.__dict__)
+        if self.fragments is not None:
+            state["fragments"] = FragmentRows.of(self.fragments)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        fragments = state.get("fragments")
+        if isinstance(fragments, FragmentRows):  # snapshots before rows hold the fragments
+            state = {**state, "fragments": fragments.restore()}
+        self.__dict__.update(state)
 
 
 def _never(fragments: object) -> bool:
