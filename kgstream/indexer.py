@@ -36,6 +36,7 @@ from dataflow.core.messages import SourceEvent
 from dataflow.flow import build_flow
 from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.recovery import RecoveryPartitions, legacy_commit_in_flight, prepare_recovery
+from kgstream.settings import Settings
 
 _LOGGER = logging.getLogger("kgstream.indexer")
 
@@ -45,7 +46,7 @@ class RunOptions:
     workers: int = 1
     process_id: int | None = None
     addresses: tuple[str, ...] = ()
-    epoch_seconds: float = 10.0  # Settings.epoch_seconds
+    epoch_seconds: float = Settings.epoch_seconds
     recovery: bool = True
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
+from functools import cached_property
 from pathlib import Path, PurePath, PurePosixPath
 
 from connectors.folder.paths import doc_id_for_path
@@ -73,8 +74,11 @@ class DocumentPaths:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._resolved_root = _resolved(root)
         self._inside: dict[Path, bool] = {}
+
+    @cached_property
+    def _resolved_root(self) -> Path | None:
+        return _resolved(self.root)  # on first use: a pass that checks no file resolves nothing
 
     def __call__(self, path: Path) -> bool:
         try:
