@@ -328,9 +328,10 @@ class DocumentCommit:
     current_done: bool = True  # whether `current` completed
     # The (chunk id, file path)s of the newest version: which settle may write its vector.
     current_chunks: frozenset[tuple[str, str]] = frozenset()
-    # Chunks of the current version whose extraction failed: chunk id -> reason. An edit
-    # keeps an unchanged chunk without extracting it again, so a failed chunk the edit kept
-    # still fails the new version (until `kgstream retry-failed` re-extracts it).
+    # Chunks whose extraction failed, in the last completed version or in versions superseded
+    # since: chunk id -> reason. An edit keeps an unchanged chunk without extracting it
+    # again, so a failed chunk the edit kept still fails the new version (until `kgstream
+    # retry-failed` re-extracts it), even when the edit came before the failure did.
     failed_chunks: dict[str, str] = field(default_factory=dict)
     # What the next flush writes.
     chunks: dict[str, Chunk | None] = field(default_factory=dict)
@@ -450,7 +451,12 @@ class DocumentCommit:
         current = None if self.current_done else self.current
         for token in [t for t, v in self.versions.items() if v.drained()]:
             if current is None or token != current.token:
-                del self.versions[token]
+                superseded = self.versions.pop(token)
+                # A later version may keep a chunk this one failed to extract without
+                # extracting it again: it fails that version too (`_with_failures`).
+                self.failed_chunks.update(
+                    {chunk_id: s.failure for chunk_id, s in superseded.settled.items() if s.failure}
+                )
         if current is not None and list(self.versions) == [current.token]:
             version = self.versions[current.token]
             if version.drained():
@@ -468,7 +474,8 @@ class DocumentCommit:
 
     def _with_failures(self, pending: DocumentPending, version: _Version) -> DocumentRecord | None:
         """The version's record, FAILED when a chunk of it failed extraction: in this
-        version, or in an earlier one that this version kept the chunk from."""
+        version, or in an earlier one (completed or superseded) that this version kept the
+        chunk from."""
         record = pending.record
         earlier, self.failed_chunks = self.failed_chunks, {}
         if record is None:

@@ -135,6 +135,23 @@ def test_a_superseded_version_never_completes_and_the_current_one_waits_for_it_t
     assert commit.idle()
 
 
+def test_an_edit_that_arrives_before_a_kept_chunk_s_failure_still_fails():
+    """v2 keeps chunk X without extracting it again; v1's extraction of X failed, but its
+    settle comes after v2 started (extraction runs beside the dataflow): v2 is FAILED."""
+    commit = DocumentCommit()
+    commit.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
+    commit.add(pending("v2", [NEW, KEPT], removed=("chunk-old",), awaiting=("chunk-new",)))
+    commit.add(settled("v1", OLD))
+    failure = dataclasses.replace(settled("v1", KEPT), failure="HTTP 500")
+    commit.add(failure)
+    commit.add(settled("v2", NEW))
+    (done,) = commit.flush().completed
+    assert done.ticket.token == "v2"
+    assert done.record is not None and done.record.status is DocumentStatus.FAILED
+    assert done.record.failed_chunk_ids == ("chunk-kept",)
+    assert "HTTP 500" in done.record.reason
+
+
 def test_a_snapshot_does_not_change_when_the_commit_goes_on():
     commit = DocumentCommit()
     commit.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
