@@ -116,40 +116,67 @@ class OutageWait:
     revive: Callable[[], None] | None = None  # tried before each retry (embedded stores)
     when_stopped: Callable[[str], None] | None = None
     clock: Callable[[], float] = time.monotonic
-    outage: str | None = field(default=None, init=False)  # the reason, while waiting
+    # The calls waiting now (several threads may call: the extraction pool embeds while the
+    # dataflow writes), by thread, with their reasons; an outage lasts while any waits.
+    _waiting: dict[int, str] = field(default_factory=dict, init=False, repr=False)
+    _since: float | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def outage(self) -> str | None:
+        """The reason of a call waiting for its store now, or None."""
+        with self._lock:
+            return next(iter(self._waiting.values()), None)
 
     def call(self, do: Callable[[], T]) -> T:
-        failures, since = 0, None
+        failures = 0
+        me = threading.get_ident()
         while True:
             try:
                 with store_outages():
                     result = do()
             except StoreUnavailable as error:
-                self.outage = str(error)
-                if since is None:
-                    since = self.clock()
-                    logger.warning(
-                        "%s; the indexer waits for it (retrying every %g s at most; "
-                        "nothing is lost)",
-                        error,
-                        self.backoff.cap,
-                    )
-                    self._report(str(error))
+                self._waits(me, str(error))
                 if self.stop.wait(self.backoff.delay(failures)):
+                    self._done(me)
                     if self.when_stopped is not None:
                         self.when_stopped(str(error))
                     raise StoppedDuringOutage(str(error)) from error
                 failures += 1
                 self._revive()
                 continue
-            self.outage = None
-            if since is not None:
-                logger.warning(
-                    "the stores are reachable again after %.1f s; the indexer resumes",
-                    self.clock() - since,
-                )
-                self._report(None)
+            if failures:
+                self._done(me)
             return result
+
+    def _waits(self, caller: int, reason: str) -> None:
+        """One warning when an outage starts (no call was waiting), however many wait."""
+        with self._lock:
+            starts = not self._waiting
+            self._waiting[caller] = reason
+            if starts:
+                self._since = self.clock()
+        if starts:
+            logger.warning(
+                "%s; the indexer waits for it (retrying every %g s at most; nothing is lost)",
+                reason,
+                self.backoff.cap,
+            )
+            self._report(reason)
+
+    def _done(self, caller: int) -> None:
+        """One warning when the last waiting call gets through."""
+        with self._lock:
+            self._waiting.pop(caller, None)
+            since = None if self._waiting else self._since
+            if since is not None:
+                self._since = None
+        if since is not None and not self.stop.is_set():
+            logger.warning(
+                "the stores are reachable again after %.1f s; the indexer resumes",
+                self.clock() - since,
+            )
+            self._report(None)
 
     def _revive(self) -> None:
         if self.revive is None:

@@ -46,6 +46,30 @@ def test_a_call_waits_while_redis_is_down_and_returns_once_it_is_back():
         server.stop()
 
 
+def test_another_thread_s_call_getting_through_does_not_end_a_waiting_call_s_outage():
+    """The extraction pool embeds while the dataflow's write waits for Redis: the embedding's
+    call succeeding must not say the outage is over (a stop would then not stop at once)."""
+    server = RedisTestServer().start()
+    graph = GraphStore.from_url(server.url, "outage")
+    reports: list[str | None] = []
+    wait = OutageWait(FAST, on_outage=reports.append)
+    try:
+        port = server.port
+        server.stop()
+        caller = threading.Thread(target=lambda: wait.call(graph.version))
+        caller.start()
+        wait_until(lambda: wait.outage is not None, 10, "the outage to be seen")
+        assert wait.call(lambda: "embedded") == "embedded"  # another store, reachable
+        assert wait.outage is not None and "Redis" in wait.outage and caller.is_alive()
+        assert len(reports) == 1
+        server.start(port)
+        caller.join(timeout=30)
+        assert wait.outage is None and reports[1:] == [None]
+    finally:
+        graph.close()
+        server.stop()
+
+
 def test_a_stop_ends_the_wait_with_the_reason():
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
