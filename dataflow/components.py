@@ -23,6 +23,7 @@ from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
 from dataflow.core.messages import EntityFragmentsChanged, FragmentsChanged, SourceEvent, Vector
+from dataflow.extraction_pool import ExtractionPool
 
 logger = logging.getLogger("kgstream.indexer")
 
@@ -60,6 +61,9 @@ class Components:
     renderer: Renderer
     stores: Stores
     render_concurrency: int = 1
+    # Chunks extracted at once, on the extraction pool's threads (the LLM's concurrency; 1
+    # for the offline extractor, which holds the GIL).
+    extract_concurrency: int = 4
     coalesce_seconds: float = 0.0  # summarise a key at most once per this long (bursts)
     # At most this many chunks of one document go to extraction per round of the dataflow
     # (0: no bound), so a large document is committed in pieces and shows its progress.
@@ -71,6 +75,17 @@ class Components:
     # Ends the run with one line, for errors that every later document would meet too.
     cannot_go_on: Callable[[str], None] | None = None
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _extraction: ExtractionPool | None = field(default=None, init=False, repr=False)
+
+    @property
+    def extraction(self) -> ExtractionPool:
+        """The pool that extracts and embeds chunks off the dataflow's threads (one per
+        process, made on first use)."""
+        if self._extraction is None:
+            self._extraction = ExtractionPool(
+                self.extract_many, self.embed, self.extract_concurrency
+            )
+        return self._extraction
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
@@ -127,6 +142,8 @@ class Components:
             self.observer.commit_cpu(worker, seconds)
 
     def close(self) -> None:
+        if self._extraction is not None:
+            self._extraction.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
         try:

@@ -6,8 +6,8 @@ only routes them through Bytewax, with the commit protocol of
 dataflow/core/commit.py on top so the stores know when a document is whole.
 
     events ─ key doc_id ─ document ─┬─ DocumentPending ──────────────────────────────┐
-                                     └─ ChunkTask ─ release chunks (a few per round) ─ │
-                                           ─ extract (batch: LLM + embed)              │
+                                     └─ ChunkTask ─ key lane ─ extract (on the pool's  │
+                                           threads: LLM + embed; passed on in order)   │
                                            ─ key chunk_id ─ chunk ─┬─ ChunkSettled ────┤
                                                                    └─ TaggedDelta      │
                        ┌───────────────────────────────────────────────┘               │
@@ -20,28 +20,30 @@ dataflow/core/commit.py on top so the stores know when a document is whole.
 Keyed steps hold exactly the state ARCHITECTURE.md names; Bytewax routes a key to
 one worker, so merges never race. Writes are partitioned the same way: each worker
 writes the entities and relations it owns, then acknowledges them to the worker that
-owns their documents, which writes the documents' chunks and statuses. LLM and
-embedding calls run concurrently inside the two batch steps (Bytewax has no async
-operators).
+owns their documents, which writes the documents' chunks and statuses. Extraction runs
+on the extraction pool's threads (dataflow/extraction_pool.py), never on the dataflow's;
+renders call the LLM concurrently inside their batch step.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Generic, TypeGuard, TypeVar, cast
 
 import bytewax.operators as op
 from bytewax.dataflow import Dataflow, Stream
-from bytewax.inputs import Source
+from bytewax.inputs import FixedPartitionedSource, Source
 from bytewax.operators import KeyedStream, StatefulBatchLogic
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
-from dataflow.components import Components
+from dataflow.components import Components, IndexObserver
 from dataflow.core.commit import (
     AckCounts,
     CommitBatch,
@@ -93,6 +95,7 @@ from dataflow.core.steps import (
     update_document,
     update_fragments,
 )
+from dataflow.extraction_pool import Extracted, ExtractionPool, GatedSource
 
 K = TypeVar("K")
 F = TypeVar("F", EntityFragment, RelationFragment)
@@ -105,13 +108,17 @@ def build_flow(
     components: Components,
     flow_id: str = "kgstream",
     retries: Source[SourceEvent] | None = None,
+    lanes: int = 1,
 ) -> Dataflow:
     """The indexing dataflow over `source`; `retries` is a second input of retry requests
-    (`DocumentRetry` events from `kgstream retry-failed`), merged before the document step."""
+    (`DocumentRetry` events from `kgstream retry-failed`), merged before the document step.
+    `lanes`: how many keys the extract step spreads documents over (the workers of the
+    whole cluster, so that each can hold some)."""
     flow = Dataflow(flow_id)
-    events: Stream[SourceEvent] = op.input("events", flow, source)
+    events: Stream[SourceEvent] = op.input("events", flow, _gated(source, components))
     if retries is not None:
-        events = op.merge("events_and_retries", events, op.input("retries", flow, retries))
+        retried = op.input("retries", flow, _gated(retries, components))
+        events = op.merge("events_and_retries", events, retried)
     by_doc: KeyedStream[SourceEvent] = op.key_on("key_doc", events, _doc_id)
     documents: Stream[DocumentPending | ChunkTask] = op.key_rm(
         "unkey_doc",
@@ -120,16 +127,18 @@ def build_flow(
     split = op.branch("split_document", documents, _is_pending)
     pending: Stream[DocumentPending] = split.trues
     tasks = cast(Stream[ChunkTask], split.falses)  # branch types its falses as the input
-    by_task_doc: KeyedStream[ChunkTask] = op.key_on("key_task_doc", tasks, _ticket_doc_id)
-    per_round = components.chunks_per_round
-    released: Stream[ChunkTask] = op.key_rm(
-        "unkey_task_doc",
-        op.stateful_batch(
-            "release_chunks", by_task_doc, lambda resume: _ReleaseLogic(resume, per_round)
-        ),
+    by_lane: KeyedStream[ChunkTask] = op.key_on(
+        "key_extract", tasks, lambda task: extract_lane(task.ticket.doc_id, lanes)
     )
-    outcomes: Stream[ChunkOutcome] = op.flat_map_batch(
-        "extract", released, _extract_step(components)
+    pool, per_round = components.extraction, components.chunks_per_round
+    observer = components.observer
+    outcomes: Stream[ChunkOutcome] = op.key_rm(
+        "unkey_extract",
+        op.stateful_batch(
+            "extract",
+            by_lane,
+            lambda resume: _ExtractLogic(resume, pool, per_round, lanes, observer),
+        ),
     )
     by_chunk: KeyedStream[ChunkOutcome] = op.key_on("key_chunk", outcomes, _chunk_id)
     chunk_items: Stream[TaggedDelta | ChunkSettled] = op.key_rm(
@@ -235,90 +244,161 @@ def _document_step(components: Components) -> DocumentStep:
     return step
 
 
-# -- releasing chunks to extraction -------------------------------------------
+# -- extraction (on the extraction pool's threads) ---------------------------------
+
+# How long a document whose chunks are all done may wait for others still in extraction,
+# so that the renders and commits of a busy stream go in batches (a hub entity is rendered
+# once per batch), while a lone edit goes at once.
+HOLD_SECONDS = 1.0
+_FIRST_POLL = timedelta(milliseconds=2)  # after new work: extracting a chunk offline is ms
+_POLL = timedelta(milliseconds=20)  # at most this long between looks at running work
+
+ExtractState = dict[str, list[ChunkTask]]
+"""An extract lane's snapshot: each document's chunk tasks not yet passed on, in order."""
 
 
-class _ReleaseLogic(StatefulBatchLogic[ChunkTask, ChunkTask, list[ChunkTask]]):
-    """One document's chunk tasks on their way to extraction (keyed by doc id): at most
-    `per_round` chunks to extract per round of the dataflow (0: no bound), in order.
+class _ExtractLogic(StatefulBatchLogic[ChunkTask, ChunkOutcome, ExtractState]):
+    """One lane of documents (`_extract_lane`): hands their added chunks to the extraction
+    pool (dataflow/extraction_pool.py) and passes each document's tasks on in order as they
+    are done, so the dataflow's thread never waits for an LLM.
 
-    Bytewax runs a worker's steps in rounds, and the extract step takes everything queued
-    for it, so without a bound a large document's thousands of chunks are one extraction,
-    with nothing of it committed or shown until all are done. Released a piece per round
-    (the rest asks to be called again at once), its chunks go through extraction,
-    rendering and the commit in pieces, and its record shows how many have settled.
-    Retractions cost no extraction: they do not count, but keep their place in the order.
-    At the end of the input (a one-shot run, or a stop) whatever is left goes at once.
-
-    What this does not do (docs/design.md, "Large documents"): let documents that arrive
-    later overtake. Bytewax polls a source only once the previous epoch is done, and a
-    notification emits at the step's oldest open epoch, so while rounds outlast the
-    epoch interval the source waits for the large document's last piece.
+    What goes on when (`_done_now`): a document whose tasks are all done goes at once when
+    nothing else of the lane is running, else with the next batch: once
+    `per_round` chunks are done, or once it has waited `HOLD_SECONDS`. A large document goes
+    in pieces of `per_round` extracted chunks (0: whole), each committed and shown as
+    progress; others overtake it. Retractions cost no extraction and keep their place.
+    Snapshots hold the tasks not passed on; a resumed lane hands them to the pool again. At
+    the end of the input (a one-shot run, or a stop) it waits for everything and passes it
+    on, since Bytewax calls nothing after that.
     """
 
-    def __init__(self, resume: list[ChunkTask] | None, per_round: int) -> None:
-        self.queue: list[ChunkTask] = resume or []
-        self.per_round = per_round
+    def __init__(
+        self,
+        resume: ExtractState | None,
+        pool: ExtractionPool,
+        per_round: int,
+        lanes: int,
+        observer: IndexObserver | None = None,
+    ) -> None:
+        self.pending: ExtractState = resume or {}
+        self.pool, self.per_round, self.lanes, self.observer = pool, per_round, lanes, observer
+        self.running: dict[int, Future[Extracted]] = {}  # by id() of a pending task
+        self.held_since: float | None = None  # when the oldest finished document began to wait
+        self.poll = _FIRST_POLL
+        self.lane = extract_lane(next(iter(self.pending)), lanes) if self.pending else ""
 
-    def on_batch(self, values: list[ChunkTask]) -> tuple[Iterable[ChunkTask], bool]:
-        self.queue.extend(values)
-        return self._release()
+    def on_batch(self, values: list[ChunkTask]) -> tuple[Iterable[ChunkOutcome], bool]:
+        for task in values:
+            self.pending.setdefault(task.ticket.doc_id, []).append(task)
+        self.lane = self.lane or extract_lane(values[0].ticket.doc_id, self.lanes)
+        return self._step()
 
-    def on_notify(self) -> tuple[Iterable[ChunkTask], bool]:
-        return self._release()
+    def on_notify(self) -> tuple[Iterable[ChunkOutcome], bool]:
+        return self._step()
 
-    def on_eof(self) -> tuple[Iterable[ChunkTask], bool]:
-        # Bytewax calls nothing after the end of the input (a one-shot run, a stop): the
-        # rest goes now, so the run still ends with every document complete.
-        released, self.queue = self.queue, []
-        return released, StatefulBatchLogic.DISCARD
+    def on_eof(self) -> tuple[Iterable[ChunkOutcome], bool]:
+        self._submit()
+        for future in self.running.values():
+            future.exception()  # waits; a failure is raised by _passed_on
+        done = [task for tasks in self.pending.values() for task in tasks]
+        self.pending = {}
+        self.pool.report_backlog(self.lane, 0)
+        return self._passed_on(done), StatefulBatchLogic.DISCARD
 
     def notify_at(self) -> datetime | None:
-        return datetime.now(UTC) if self.queue else None
+        return datetime.now(UTC) + self.poll if self.pending else None
 
-    def snapshot(self) -> list[ChunkTask]:
-        return list(self.queue)  # the tasks are immutable
+    def snapshot(self) -> ExtractState:
+        return {doc_id: list(tasks) for doc_id, tasks in self.pending.items()}  # immutable tasks
 
-    def _release(self) -> tuple[Iterable[ChunkTask], bool]:
-        cut, extractions = len(self.queue), 0
-        if self.per_round:
-            for index, task in enumerate(self.queue):
+    def _step(self) -> tuple[Iterable[ChunkOutcome], bool]:
+        submitted = self._submit()
+        done = self._done_now()
+        self.poll = _FIRST_POLL if submitted or done else min(self.poll * 2, _POLL)
+        self.pool.report_backlog(self.lane, len(self.pending))
+        return self._passed_on(done), not self.pending
+
+    def _submit(self) -> bool:
+        """Hand the pool every added chunk it does not have yet (after a resume: all)."""
+        submitted = False
+        for doc_id, tasks in self.pending.items():
+            for task in tasks:
+                change = task.change
+                if isinstance(change, ChunkAdded) and id(task) not in self.running:
+                    self.running[id(task)] = self.pool.submit(doc_id, change.chunk)
+                    submitted = True
+        return submitted
+
+    def _is_done(self, task: ChunkTask) -> bool:
+        return isinstance(task.change, ChunkRemoved) or self.running[id(task)].done()
+
+    def _done_now(self) -> list[ChunkTask]:
+        """The tasks to pass on now, taken out of `pending`: finished documents and pieces."""
+        finished: list[str] = []
+        pieces: list[ChunkTask] = []
+        busy = False
+        extracted = 0  # chunks done and waiting, in finished documents and whole pieces
+        for doc_id, tasks in self.pending.items():
+            ready, additions, cut = 0, 0, 0
+            for task in tasks:
+                if not self._is_done(task):
+                    break
+                ready += 1
                 if isinstance(task.change, ChunkAdded):
-                    if extractions == self.per_round:
-                        cut = index
-                        break
-                    extractions += 1
-        released, self.queue = self.queue[:cut], self.queue[cut:]
-        return released, not self.queue
+                    additions += 1
+                    if self.per_round and additions % self.per_round == 0:
+                        cut = ready
+            if ready == len(tasks):
+                finished.append(doc_id)
+                extracted += additions
+                continue
+            busy = True
+            if cut:
+                pieces.extend(tasks[:cut])
+                extracted += self.per_round * (additions // self.per_round)
+                del tasks[:cut]
+        now = time.monotonic()
+        if finished and self.held_since is None:
+            self.held_since = now
+        go = not busy or (self.per_round and extracted >= self.per_round)
+        go = go or (self.held_since is not None and now - self.held_since >= HOLD_SECONDS)
+        done = pieces
+        if finished and go:
+            for doc_id in finished:
+                done.extend(self.pending.pop(doc_id))
+            self.held_since = None
+        return done
 
-
-# -- extraction (batch) -------------------------------------------------------
-
-
-def _extract_step(components: Components) -> Callable[[list[ChunkTask]], list[ChunkOutcome]]:
-    def step(tasks: list[ChunkTask]) -> list[ChunkOutcome]:
-        added = [t.change.chunk for t in tasks if isinstance(t.change, ChunkAdded)]
-        texts = [chunk.text for chunk in added]
-        extractions = iter(components.extract_many(texts))
-        if components.observer is not None and texts:
-            components.observer.chunks_extracted(len(texts))
-        vectors = iter(components.embed(texts))
-        outcomes = []
-        for task in tasks:  # in order: removals pass through, additions take the next results
+    def _passed_on(self, done: list[ChunkTask]) -> list[ChunkOutcome]:
+        outcomes: list[ChunkOutcome] = []
+        extracted = 0
+        for task in done:
             change = task.change
             if isinstance(change, ChunkRemoved):
                 outcomes.append(ChunkOutcome(task.ticket, change))
                 continue
-            extraction, vector = next(extractions), next(vectors)
-            if isinstance(extraction, str):
+            result = self.running.pop(id(task)).result()
+            extracted += 1
+            if isinstance(result.extraction, str):
                 removed = ChunkRemoved(change.chunk.chunk_id)
-                outcomes.append(ChunkOutcome(task.ticket, removed, failure=extraction))
+                outcomes.append(ChunkOutcome(task.ticket, removed, failure=result.extraction))
             else:
-                event = ChunkExtracted(change.chunk, extraction)
-                outcomes.append(ChunkOutcome(task.ticket, event, vector=vector))
+                event = ChunkExtracted(change.chunk, result.extraction)
+                outcomes.append(ChunkOutcome(task.ticket, event, vector=result.vector))
+        if self.observer is not None and extracted:
+            self.observer.chunks_extracted(extracted)
         return outcomes
 
-    return step
+
+def extract_lane(doc_id: str, lanes: int) -> str:
+    """The extract step's key for a document: one of `lanes`, by a stable hash."""
+    return f"lane-{zlib.crc32(doc_id.encode()) % lanes}"
+
+
+def _gated(source: Source[SourceEvent], components: Components) -> Source[SourceEvent]:
+    if isinstance(source, FixedPartitionedSource):
+        return GatedSource(source, components.extraction)
+    return source
 
 
 # -- chunk step ---------------------------------------------------------------

@@ -161,6 +161,7 @@ def build_components(
         renderer=renderer,
         stores=stores,
         render_concurrency=render_concurrency,
+        extract_concurrency=1 if client is None else settings.llm_max_concurrency,
         coalesce_seconds=coalesce_seconds,
         chunks_per_round=settings.document_chunks_per_round,
         observer=observer,

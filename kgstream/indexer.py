@@ -109,7 +109,8 @@ def run_indexer(
         source = StoppableSource(source, stop.requested)
     if isinstance(retries, FixedPartitionedSource):
         retries = StoppableSource(retries, stop.requested)
-    flow = build_flow(source, components, retries=retries)
+    lanes = options.workers * options.processes
+    flow = build_flow(source, components, retries=retries, lanes=lanes)
     recovery, partitions = None, None
     if options.recovery:
         index_exists = components.stores.graph.version() > 0
