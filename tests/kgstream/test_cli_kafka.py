@@ -162,9 +162,9 @@ def progress(data: Path, doc_id: str) -> tuple[int, int]:
 def test_kill_9_while_a_large_document_streams_through_then_restart_equals_a_replay(
     kafka_broker, topic, env, llm_server, tmp_path
 ):
-    """A large document goes to extraction a few chunks per round and shows its progress;
-    the chunks still waiting their turn are keyed state, so a kill -9 partway and a restart
-    index it exactly as a run that was never interrupted."""
+    """A large document is passed on from extraction in pieces and shows its progress; the
+    chunks not passed on yet are keyed state, so a kill -9 partway and a restart index it
+    exactly as a run that was never interrupted."""
     env = {
         **env,
         "KGSTREAM_CHUNK_TOKEN_SIZE": "100",
@@ -183,9 +183,15 @@ def test_kill_9_while_a_large_document_streams_through_then_restart_equals_a_rep
     llm_server.delay_seconds = 0.05
 
     running = kgstream("run", *kafka, "--data", str(killed), "--no-serve", env=env)
-    wait_until(lambda: progress(killed, "large")[0] >= 24, 120, "the large document's progress")
-    settled, changed = progress(killed, "large")
-    assert settled < changed, (settled, changed)
+
+    # Partway: some pieces settled, the rest still in extraction (168 calls at 50 ms, 4 at a
+    # time) or on their way. How far it got by the first look depends on the machine: the
+    # extraction runs ahead of the renders.
+    def partway() -> bool:
+        settled, changed = progress(killed, "large")
+        return 0 < settled < changed
+
+    wait_until(partway, 120, "the large document's progress")
     running.send_signal(signal.SIGKILL)
     running.communicate(timeout=30)
     llm_server.delay_seconds = 0.0
