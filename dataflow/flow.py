@@ -333,41 +333,46 @@ class _ExtractLogic(StatefulBatchLogic[ChunkTask, ChunkOutcome, ExtractState]):
         return isinstance(task.change, ChunkRemoved) or self.running[id(task)].done()
 
     def _done_now(self) -> list[ChunkTask]:
-        """The tasks to pass on now, taken out of `pending`: finished documents and pieces."""
+        """The tasks to pass on now, taken out of `pending`: the finished documents when they
+        may go, else of each document with more done one piece of `per_round` extracted
+        chunks (one a step: each step's output is rendered and committed before the worker
+        looks again, so a large document must not pass on thousands of chunks at once)."""
         finished: list[str] = []
-        pieces: list[ChunkTask] = []
+        pieces: dict[str, list[ChunkTask]] = {}
         busy = False
-        extracted = 0  # chunks done and waiting, in finished documents and whole pieces
+        extracted = 0  # chunks done and passed on, or waiting in finished documents
         for doc_id, tasks in self.pending.items():
-            ready, additions, cut = 0, 0, 0
+            ready, additions = 0, 0
             for task in tasks:
+                added = isinstance(task.change, ChunkAdded)
+                if added and self.per_round and additions == self.per_round:
+                    break  # a piece's worth: the rest waits for a later step
                 if not self._is_done(task):
                     break
+                additions += added
                 ready += 1
-                if isinstance(task.change, ChunkAdded):
-                    additions += 1
-                    if self.per_round and additions % self.per_round == 0:
-                        cut = ready
+            whole_piece = bool(self.per_round) and additions == self.per_round
             if ready == len(tasks):
                 finished.append(doc_id)
                 extracted += additions
                 continue
             busy = True
-            if cut:
-                pieces.extend(tasks[:cut])
-                extracted += self.per_round * (additions // self.per_round)
-                del tasks[:cut]
+            if whole_piece:
+                pieces[doc_id] = tasks[:ready]
+                extracted += additions
         now = time.monotonic()
         if finished and self.held_since is None:
             self.held_since = now
         go = not busy or (self.per_round and extracted >= self.per_round)
         go = go or (self.held_since is not None and now - self.held_since >= HOLD_SECONDS)
-        done = pieces
-        if finished and go:
-            for doc_id in finished:
-                done.extend(self.pending.pop(doc_id))
-            self.held_since = None
-        return done
+        if not (finished and go):
+            for doc_id, tasks in pieces.items():
+                del self.pending[doc_id][: len(tasks)]
+            return [task for tasks in pieces.values() for task in tasks]
+        # Finished documents go in a step of their own, before any piece: what a step passes
+        # on is rendered and committed together, and a piece's render may take seconds.
+        self.held_since = None
+        return [task for doc_id in finished for task in self.pending.pop(doc_id)]
 
     def _passed_on(self, done: list[ChunkTask]) -> list[ChunkOutcome]:
         outcomes: list[ChunkOutcome] = []
