@@ -65,8 +65,9 @@ class Components:
     # for the offline extractor, which holds the GIL).
     extract_concurrency: int = 4
     coalesce_seconds: float = 0.0  # summarise a key at most once per this long (bursts)
-    # At most this many chunks of one document go to extraction per round of the dataflow
-    # (0: no bound), so a large document is committed in pieces and shows its progress.
+    # A large document is passed on from extraction in pieces of this many extracted chunks
+    # (0: whole), each committed and shown as progress; finished documents wait for a batch
+    # of this many chunks (or 1 s) while others are extracted.
     chunks_per_round: int = 64
     on_commit: Callable[[CommitBatch], None] | None = None
     on_close: Callable[[], None] | None = None  # e.g. the LLM client's (flushes its cache)

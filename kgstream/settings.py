@@ -45,9 +45,9 @@ class Settings:
     workspace: str = "default"
     # documents and chunking (LightRAG defaults)
     max_document_bytes: int = 10_000_000
-    # at most this many chunks of one document go to extraction per round of the dataflow
-    # (0: no bound): a large document is committed in pieces and shows its progress
-    # (documents saved after it still wait for it: docs/design.md, "Large documents")
+    # a large document is passed on from extraction in pieces of this many extracted chunks
+    # (0: whole), each committed and shown as progress; documents saved after it overtake it
+    # (docs/design.md, "Extraction off the dataflow's thread")
     document_chunks_per_round: int = 64
     # the dataflow's epoch (Bytewax's epoch interval): keyed state is snapshotted into the
     # recovery database once per epoch, and a restart after a crash replays at most about
