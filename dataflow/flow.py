@@ -258,15 +258,16 @@ ExtractState = dict[str, list[ChunkTask]]
 
 
 class _ExtractLogic(StatefulBatchLogic[ChunkTask, ChunkOutcome, ExtractState]):
-    """One lane of documents (`_extract_lane`): hands their added chunks to the extraction
+    """One lane of documents (`extract_lane`): hands their added chunks to the extraction
     pool (dataflow/extraction_pool.py) and passes each document's tasks on in order as they
     are done, so the dataflow's thread never waits for an LLM.
 
     What goes on when (`_done_now`): a document whose tasks are all done goes at once when
-    nothing else of the lane is running, else with the next batch: once
-    `per_round` chunks are done, or once it has waited `HOLD_SECONDS`. A large document goes
-    in pieces of `per_round` extracted chunks (0: whole), each committed and shown as
-    progress; others overtake it. Retractions cost no extraction and keep their place.
+    nothing else of the lane is running, else with the next batch: once `per_round` chunks
+    are done, or once it has waited `HOLD_SECONDS`; finished documents go in a step of their
+    own. A large document goes one piece of `per_round` extracted chunks (0: whole) a step,
+    each committed and shown as progress; others overtake it. Retractions cost no
+    extraction and keep their place.
     Snapshots hold the tasks not passed on; a resumed lane hands them to the pool again. At
     the end of the input (a one-shot run, or a stop) it waits for everything and passes it
     on, since Bytewax calls nothing after that.

@@ -58,10 +58,10 @@ def test_another_thread_s_call_getting_through_does_not_end_a_waiting_call_s_out
         server.stop()
         caller = threading.Thread(target=lambda: wait.call(graph.version))
         caller.start()
-        wait_until(lambda: wait.outage is not None, 10, "the outage to be seen")
+        wait_until(lambda: wait.outage is not None and reports, 10, "the outage to be seen")
         assert wait.call(lambda: "embedded") == "embedded"  # another store, reachable
         assert wait.outage is not None and "Redis" in wait.outage and caller.is_alive()
-        assert len(reports) == 1
+        assert len(reports) == 1 and reports[0] is not None
         server.start(port)
         caller.join(timeout=30)
         assert wait.outage is None and reports[1:] == [None]
