@@ -23,12 +23,9 @@ from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
 from dataflow.core.messages import EntityFragmentsChanged, FragmentsChanged, SourceEvent, Vector
-from dataflow.extraction_pool import ExtractionPool
+from dataflow.extraction_pool import ExtractionPool, ExtractMany
 
 logger = logging.getLogger("kgstream.indexer")
-
-ExtractMany = Callable[[Sequence[str]], list[Extraction | str]]
-"""Extract many chunk texts; a str in the result is the reason that chunk failed."""
 
 
 class IndexObserver(Protocol):

@@ -35,6 +35,7 @@ from dataflow.core.extraction import Extraction
 from dataflow.core.messages import SourceEvent, Vector
 
 ExtractMany = Callable[[Sequence[str]], list[Extraction | str]]
+"""Extract many chunk texts; a str in the result is the reason that chunk failed."""
 EmbedMany = Callable[[Sequence[str]], list[Vector]]
 
 #: Documents the extract step may hold before the sources wait (two sources' batches).

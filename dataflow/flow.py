@@ -284,6 +284,8 @@ class _ExtractLogic(StatefulBatchLogic[ChunkTask, ChunkOutcome, ExtractState]):
         self.pending: ExtractState = resume or {}
         self.pool, self.per_round, self.lanes, self.observer = pool, per_round, lanes, observer
         self.running: dict[int, Future[Extracted]] = {}  # by id() of a pending task
+        # Added chunks not handed to the pool yet (after a resume: every one pending).
+        self.unsubmitted = [task for tasks in self.pending.values() for task in tasks]
         self.held_since: float | None = None  # when the oldest finished document began to wait
         self.poll = _FIRST_POLL
         self.lane = extract_lane(next(iter(self.pending)), lanes) if self.pending else ""
@@ -291,6 +293,7 @@ class _ExtractLogic(StatefulBatchLogic[ChunkTask, ChunkOutcome, ExtractState]):
     def on_batch(self, values: list[ChunkTask]) -> tuple[Iterable[ChunkOutcome], bool]:
         for task in values:
             self.pending.setdefault(task.ticket.doc_id, []).append(task)
+        self.unsubmitted += values
         self.lane = self.lane or extract_lane(values[0].ticket.doc_id, self.lanes)
         return self._step()
 
@@ -320,15 +323,13 @@ class _ExtractLogic(StatefulBatchLogic[ChunkTask, ChunkOutcome, ExtractState]):
         return self._passed_on(done), not self.pending
 
     def _submit(self) -> bool:
-        """Hand the pool every added chunk it does not have yet (after a resume: all)."""
-        submitted = False
-        for doc_id, tasks in self.pending.items():
-            for task in tasks:
-                change = task.change
-                if isinstance(change, ChunkAdded) and id(task) not in self.running:
-                    self.running[id(task)] = self.pool.submit(doc_id, change.chunk)
-                    submitted = True
-        return submitted
+        """Hand the pool the added chunks it does not have yet."""
+        submitted, self.unsubmitted = self.unsubmitted, []
+        for task in submitted:
+            change = task.change
+            if isinstance(change, ChunkAdded):
+                self.running[id(task)] = self.pool.submit(task.ticket.doc_id, change.chunk)
+        return bool(submitted)
 
     def _is_done(self, task: ChunkTask) -> bool:
         return isinstance(task.change, ChunkRemoved) or self.running[id(task)].done()

@@ -22,7 +22,7 @@ from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, Stores, open_stores
 from connectors.tokenizer import TiktokenTokenizer
-from dataflow.components import Components, ExtractMany, offline_extract_many
+from dataflow.components import Components, offline_extract_many
 from dataflow.core.contributions import (
     Renderer,
     Summarizer,
@@ -30,6 +30,7 @@ from dataflow.core.contributions import (
     extractive_summary,
 )
 from dataflow.core.prompts import build_summary_messages
+from dataflow.extraction_pool import ExtractMany
 from gateway.engine import EngineOptions, QueryEngine
 from gateway.ingest import EventPublisher
 from gateway.keywords import KeywordExtractor, LLMKeywordExtractor, OfflineKeywordExtractor
