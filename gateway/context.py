@@ -32,6 +32,7 @@ from gateway.types import (
 )
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 class TokenCounter(Protocol):
@@ -65,6 +66,20 @@ def round_robin(
                 elif item.score > known.score:
                     best[key(item)] = replace(known, score=item.score)
     return [best[k] for k in order]
+
+
+def round_robin_keys(lists: Sequence[Sequence[tuple[K, float]]]) -> list[tuple[K, float]]:
+    """`round_robin` over (key, score) pairs: the keys in the same order, each with the
+    best score any list gave it."""
+    best: dict[K, float] = {}
+    for position in range(max((len(items) for items in lists), default=0)):
+        for items in lists:
+            if position < len(items):
+                key, score = items[position]
+                known = best.get(key)
+                if known is None or score > known:
+                    best[key] = score
+    return list(best.items())
 
 
 def entity_line(entity: RetrievedEntity) -> str:

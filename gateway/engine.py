@@ -43,6 +43,7 @@ from gateway.context import (
     references_of,
     render_context,
     round_robin,
+    round_robin_keys,
 )
 from gateway.extractive import extractive_answer
 from gateway.fusion import Lane, fuse
@@ -50,6 +51,7 @@ from gateway.keywords import KeywordExtractor
 from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.retrieval import (
     ChunkSearch,
+    EntityReads,
     GraphLane,
     GraphScope,
     NamedEntities,
@@ -86,6 +88,7 @@ from gateway.types import (
 MAX_TOP_K = 1000
 HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known
+_FIRST_ENTITY_READ = 32  # entities read before the budget is known
 _SLOT_POLL_SECONDS = 0.05  # a call waiting for a retrieval slot checks its deadline this often
 _MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
 _MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's own searches
@@ -517,7 +520,7 @@ class QueryEngine:
         near = (
             find_entities(stores, named, low, vectors[low], top_k, in_scope, version) if low else []
         )
-        hop = one_hop(stores, near) if near else OneHop()
+        hop = one_hop(stores, [key for key, _ in near]) if near else OneHop()
         lines = ContextLines()
         local: list[RetrievedRelation] = []
         read, size = 0, _FIRST_RELATION_READ
@@ -532,9 +535,13 @@ class QueryEngine:
             kept = {relation.record.pair for relation in relations}
             if read >= len(hop.pairs) or any(r.record.pair not in kept for r in local):
                 break  # the budget cut before the end of what was read: more cannot matter
-            size = self._relations_with_room(relations, params.max_relation_tokens, lines)
-        entities = round_robin([near, far.entities], key=lambda e: e.record.key)
-        entities = cut_by_tokens(entities, lines.entity, params.max_entity_tokens, self.tokenizer)
+            size = self._room(
+                relations, lines.relation, params.max_relation_tokens, _FIRST_RELATION_READ // 4
+            )
+        # Entities as LightRAG merges them: the local lane's, then the relations' ends.
+        ranked_entities = round_robin_keys([near, [(key, 0.0) for key in far.ends]])
+        reads = EntityReads(stores, scope, dict(named.records), dict(far.degrees))
+        entities = self._entities_within(ranked_entities, reads, params.max_entity_tokens, lines)
 
         call.check("the chunk searches")
         search = ChunkSearch(stores, question, vectors[question], scope, version)
@@ -567,14 +574,32 @@ class QueryEngine:
             self._graph_scopes.put(scope, version, found)
         return found
 
-    def _relations_with_room(
-        self, kept: list[RetrievedRelation], budget: int, lines: ContextLines
-    ) -> int:
-        """About how many more relations the budget has room for, at the kept ones' mean
-        line length (a little over: reading too few costs another round trip)."""
-        used = sum(self.tokenizer.count(lines.relation(relation)) for relation in kept)
+    def _entities_within(
+        self,
+        ranked: Sequence[tuple[str, float]],
+        reads: EntityReads,
+        budget: int,
+        lines: ContextLines,
+    ) -> list[RetrievedEntity]:
+        """The longest prefix of the `ranked` entities whose lines fit `budget`, their
+        records read a slice at a time until the budget cuts inside what was read."""
+        entities: list[RetrievedEntity] = []
+        read, size = 0, _FIRST_ENTITY_READ
+        while True:
+            end = min(read + size, len(ranked))
+            entities += reads.read(ranked[read:end])
+            read = end
+            kept = cut_by_tokens(entities, lines.entity, budget, self.tokenizer)
+            if read >= len(ranked) or len(kept) < len(entities):
+                return kept
+            size = self._room(kept, lines.entity, budget, _FIRST_ENTITY_READ // 4)
+
+    def _room(self, kept: Sequence[T], line: Callable[[T], str], budget: int, least: int) -> int:
+        """About how many more items the budget has room for, at the kept ones' mean line
+        length (a little over: reading too few costs another round trip), at least `least`."""
+        used = sum(self.tokenizer.count(line(item)) for item in kept)
         mean = max(1.0, used / max(1, len(kept)))
-        return max(_FIRST_RELATION_READ // 4, math.ceil(1.25 * (budget - used) / mean))
+        return max(1, least, math.ceil(1.25 * (budget - used) / mean))
 
     @staticmethod
     def _rank_chunks(

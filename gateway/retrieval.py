@@ -8,6 +8,8 @@ name, number or rare word is found even when the embedding misses it.
   and by alias first (gateway/names.py), then entity vectors and lexical matches of the
   low-level keywords; `one_hop` / `OneHop.read` add their one-hop relations ranked by
   (edge degree, weight) descending (LightRAG's ``_get_node_data``), read in slices.
+  Entity records (a hub's holds hundreds of chunk ids) are read in slices too, only as
+  far as the entity budget reaches (`EntityReads`).
 - `find_relations` (global): relation vectors and lexical matches of the high-level
   keywords, then their endpoint entities (LightRAG's ``_get_edge_data``).
 - `ChunkSearch`: chunk vectors and lexical matches of the question (naive: vectors only).
@@ -213,10 +215,13 @@ def _strings(value: JsonValue) -> list[str]:
 
 @dataclass(frozen=True)
 class GraphLane:
-    """What one keyword lane (local or global) found, in rank order."""
+    """What the relation lane (global) found, in rank order: its relations, read in full,
+    and their endpoints' keys with the degrees read with them (the endpoints' records are
+    read later, as far as the entity budget reaches: `EntityReads`)."""
 
-    entities: tuple[RetrievedEntity, ...] = ()
     relations: tuple[RetrievedRelation, ...] = ()
+    ends: tuple[str, ...] = ()
+    degrees: dict[str, int] = field(default_factory=dict)
 
 
 def hit_keys(hits: Iterable[VectorHit]) -> list[str]:
@@ -255,22 +260,51 @@ def find_entities(
     top_k: int,
     in_scope: GraphScope,
     version: int | None = None,
-) -> list[RetrievedEntity]:
-    """The `named` entities, then by vector and lexical match of `text`, fused by rank;
-    score = the fused score. `version`: the index version read (lexical counts are
-    reused within it)."""
-    graph, scope = stores.graph, in_scope.scope
-    dense, lexical = in_scope.searches(stores, VectorKind.ENTITY, vector, text, top_k, version)
-    lanes = [Lane(list(named.keys)), Lane(dense), Lane(lexical)]
-    fused = fuse(lanes)[:top_k]
-    read, degrees = graph.get_entities_and_degrees(key for key, _ in fused)
-    records = {**named.records, **read}
-    kept = [
-        (records[key], score)
-        for key, score in fused
-        if key in records and scope.admits(records[key].doc_ids, records[key].file_paths)
+) -> list[tuple[str, float]]:
+    """The `named` entities in scope, then by vector and lexical match of `text`, fused by
+    rank: the best `top_k` keys with their fused scores. No record is read here: an
+    entity's record (often a hub's, with hundreds of chunk ids) is read only if the entity
+    budget reaches it (`EntityReads`). `version`: the index version read (lexical counts
+    are reused within it)."""
+    scope = in_scope.scope
+    named_keys = [
+        key
+        for key in named.keys
+        if key not in named.records
+        or scope.admits(named.records[key].doc_ids, named.records[key].file_paths)
     ]
-    return [RetrievedEntity(record, score, degrees[record.key]) for record, score in kept]
+    dense, lexical = in_scope.searches(stores, VectorKind.ENTITY, vector, text, top_k, version)
+    return fuse([Lane(named_keys), Lane(dense), Lane(lexical)])[:top_k]
+
+
+@dataclass
+class EntityReads:
+    """The entities of one call, each read once, when a slice of the ranking first needs
+    it: records the name look-up already read and degrees the relation lane read are
+    reused. Read in slices (`read`), since the entity budget keeps a few dozen of the
+    entities the lanes rank and a hub's record is large."""
+
+    stores: Stores
+    scope: Scope
+    records: dict[str, EntityRecord] = field(default_factory=dict)
+    degrees: dict[str, int] = field(default_factory=dict)
+
+    def read(self, ranked: Sequence[tuple[str, float]]) -> list[RetrievedEntity]:
+        """The entities of `ranked` (key, score) in order, with their degrees; those gone
+        from the store or out of scope are left out (one round trip, or none)."""
+        keys = [key for key, _ in ranked]
+        unread = [key for key in keys if key not in self.records]
+        uncounted = [key for key in keys if key in self.records and key not in self.degrees]
+        if unread or uncounted:
+            records, degrees = self.stores.graph.get_entities_and_degrees(unread, uncounted)
+            self.records.update(records)
+            self.degrees.update(degrees)
+        found = []
+        for key, score in ranked:
+            record = self.records.get(key)
+            if record is not None and self.scope.admits(record.doc_ids, record.file_paths):
+                found.append(RetrievedEntity(record, score, self.degrees[key]))
+        return found
 
 
 @dataclass(frozen=True)
@@ -308,12 +342,14 @@ class OneHop:
         return found
 
 
-def one_hop(stores: Stores, entities: Sequence[RetrievedEntity]) -> OneHop:
-    """The entities' one-hop relation pairs, ranked (one round trip for the degrees)."""
-    neighbours = stores.graph.get_neighbours(entity.record.key for entity in entities)
+def one_hop(stores: Stores, keys: Sequence[str]) -> OneHop:
+    """The one-hop relation pairs of the entities of `keys`, ranked (one round trip for
+    the degrees). An entity gone from the store has no neighbours; one out of scope has
+    only relations out of scope (a relation's document mentions both its ends), which
+    `OneHop.read` leaves out."""
+    neighbours = stores.graph.get_neighbours(keys)
     degrees: dict[RelationPair, int] = {}
-    for entity in entities:
-        key = entity.record.key
+    for key in keys:
         around = neighbours.get(key, [])
         own = len(around)
         for other, other_degree in around:
@@ -336,7 +372,7 @@ def find_relations(
 ) -> GraphLane:
     """Relations by vector and lexical match of `text` and, for each `named` entity, its
     own relations closest to `vector`, fused by rank (score = fused score), then their
-    endpoint entities in relation order.
+    endpoints' keys in relation order.
 
     The named lane makes a relation search cover every thing the question names: one
     lexical ranking of "Who is older, Annie Morton or Terry Richardson?" fills its top
@@ -349,9 +385,8 @@ def find_relations(
     fused = [(relation_pair_of(key), score) for key, score in fuse(lanes)][:top_k]
     if not fused:
         return GraphLane()
-    graph = stores.graph
-    # The endpoints' degrees, read with them, give the relations' edge degrees too.
-    records, endpoints, degrees = graph.get_relations_ends_and_degrees(pair for pair, _ in fused)
+    # The endpoints' degrees, read with the relations, give the relations' edge degrees.
+    records, degrees = stores.graph.get_relations_and_end_degrees(pair for pair, _ in fused)
     found = [
         RetrievedRelation(
             record=records[pair], score=score, degree=degrees[pair[0]] + degrees[pair[1]]
@@ -359,13 +394,8 @@ def find_relations(
         for pair, score in fused
         if pair in records and scope.admits(records[pair].doc_ids, records[pair].file_paths)
     ]
-    keys = list(dict.fromkeys(key for relation in found for key in relation.record.pair))
-    entities = tuple(
-        RetrievedEntity(record=endpoints[key], score=0.0, degree=degrees[key])
-        for key in keys
-        if key in endpoints and scope.admits(endpoints[key].doc_ids, endpoints[key].file_paths)
-    )
-    return GraphLane(entities=entities, relations=tuple(found))
+    ends = tuple(dict.fromkeys(key for relation in found for key in relation.record.pair))
+    return GraphLane(relations=tuple(found), ends=ends, degrees=degrees)
 
 
 NAMED_FOR_RELATIONS = 4  # named entities whose own relations the relation lane ranks

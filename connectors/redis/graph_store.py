@@ -293,15 +293,20 @@ class GraphStore:
         return {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
 
     def get_entities_and_degrees(
-        self, keys: Iterable[str]
+        self, keys: Iterable[str], degrees_only: Iterable[str] = ()
     ) -> tuple[dict[str, EntityRecord], dict[str, int]]:
-        """What `get_entities` and `node_degrees` return for `keys`, in one round trip
-        (an entity and its adjacency share a slot, so also one per node on a cluster)."""
+        """What `get_entities` and `node_degrees` return for `keys`, plus the degrees alone
+        of `degrees_only` (entities whose records the caller holds), in one round trip (an
+        entity and its adjacency share a slot, so also one per node on a cluster)."""
         wanted = list(dict.fromkeys(keys))
+        reading = set(wanted)
+        counted_only = [key for key in dict.fromkeys(degrees_only) if key not in reading]
         entities, counts = self._entities_and(
-            wanted, lambda pipe, key: pipe.scard(self.keys.adjacency(key))
+            wanted,
+            lambda pipe, key: pipe.scard(self.keys.adjacency(key)),
+            lambda pipe: [pipe.scard(self.keys.adjacency(key)) for key in counted_only],
         )
-        return entities, {k: int(n) for k, n in zip(wanted, counts, strict=True)}
+        return entities, {k: int(n) for k, n in zip([*wanted, *counted_only], counts, strict=True)}
 
     def chunk_ids_of_few(self, keys: Iterable[str], at_most: int) -> dict[str, tuple[str, ...]]:
         """The source chunk ids of those entities that cite at most `at_most` chunks
@@ -331,24 +336,15 @@ class GraphStore:
         """Relations by pair plus the entities at their ends, in one round trip (two on a
         cluster).
 
-        What `global` mode needs after a relation vector search. Relations are
-        read before entities, so with entities written before the relations that
-        point at them every relation returned has both endpoints in the result. One
+        Relations are read before entities, so with entities written before the relations
+        that point at them every relation returned has both endpoints in the result. One
         node runs a pipeline's reads in order; a cluster pipeline reads every node at
         once, so there the entities are read in a second round trip.
         """
-        relations, entities, _ = self.get_relations_ends_and_degrees(pairs)
-        return relations, entities
-
-    def get_relations_ends_and_degrees(
-        self, pairs: Iterable[Pair]
-    ) -> tuple[dict[Pair, RelationRecord], dict[str, EntityRecord], dict[str, int]]:
-        """What `get_relations_with_endpoints` returns, plus the `node_degrees` of every
-        end, in the same round trips (the degrees are read with the entities)."""
         wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
         if not wanted:
-            return {}, {}, {}
+            return {}, {}
         pipe = self._client.pipeline(transaction=False)
         for pair in wanted:
             pipe.hgetall(self.keys.relation(pair))
@@ -358,17 +354,33 @@ class GraphStore:
             pipe = self._client.pipeline(transaction=False)
         for key in ends:
             pipe.hgetall(self.keys.entity(key))
-        for key in ends:
-            pipe.scard(self.keys.adjacency(key))
         replies = pipe.execute()
         if self._cluster is None:
             relation_rows, replies = replies[: len(wanted)], replies[len(wanted) :]
-        entity_rows, counts = replies[: len(ends)], replies[len(ends) :]
         relations = {
             p: relation_from(row) for p, row in zip(wanted, relation_rows, strict=True) if row
         }
-        entities = {k: entity_from(row) for k, row in zip(ends, entity_rows, strict=True) if row}
-        return relations, entities, {k: int(n) for k, n in zip(ends, counts, strict=True)}
+        entities = {k: entity_from(row) for k, row in zip(ends, replies, strict=True) if row}
+        return relations, entities
+
+    def get_relations_and_end_degrees(
+        self, pairs: Iterable[Pair]
+    ) -> tuple[dict[Pair, RelationRecord], dict[str, int]]:
+        """What `get_relations` returns, plus the `node_degrees` of every end (a relation's
+        edge degree is their sum), in one round trip (one per node on a cluster)."""
+        wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
+        if not wanted:
+            return {}, {}
+        ends = list(dict.fromkeys(key for pair in wanted for key in pair))
+        pipe = self._client.pipeline(transaction=False)
+        for pair in wanted:
+            pipe.hgetall(self.keys.relation(pair))
+        for key in ends:
+            pipe.scard(self.keys.adjacency(key))
+        replies = pipe.execute()
+        rows, counts = replies[: len(wanted)], replies[len(wanted) :]
+        relations = {p: relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}
+        return relations, {k: int(n) for k, n in zip(ends, counts, strict=True)}
 
     def entities_by_alias(self, keys: Iterable[str]) -> dict[str, list[str]]:
         """The keys that are aliases, each with the (sorted) keys of the entities
@@ -622,16 +634,19 @@ class GraphStore:
         self,
         wanted: Sequence[str],
         command: Callable[[Pipeline, str], object],
+        more: Callable[[Pipeline], object] | None = None,
     ) -> tuple[dict[str, EntityRecord], list[Any]]:
         """The entities of `wanted` and, in the same round trip, the replies of `command`
-        (queued on the pipeline for each entity key), in key order."""
-        if not wanted:
-            return {}, []
+        (queued on the pipeline for each entity key), in key order, then those of `more`."""
         pipe = self._client.pipeline(transaction=False)
         for key in wanted:
             pipe.hgetall(self.keys.entity(key))
         for key in wanted:
             command(pipe, key)
+        if more is not None:
+            more(pipe)
+        if not len(pipe):
+            return {}, []
         replies = pipe.execute()
         rows = replies[: len(wanted)]
         entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}

@@ -1,5 +1,5 @@
-"""Local mode around a hub entity: only the relations the budget can use are read in full,
-and the result is exactly what reading all of them gives."""
+"""Around a hub entity: only the relations and entities the budgets can use are read in
+full, and the result is exactly what reading all of them gives."""
 
 from __future__ import annotations
 
@@ -46,11 +46,11 @@ def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
         5,
         GraphScope(),
     )
-    hop = one_hop(hub.stores, entities)
+    hop = one_hop(hub.stores, [key for key, _ in entities])
     full = hop.read(hub.stores, 0, len(hop.pairs), Scope())
     end = hop.slice_end(0, 20)
     limited = hop.read(hub.stores, 0, end, Scope())
-    assert entities[0].record.key == "kessler institute"
+    assert entities[0][0] == "kessler institute"
     assert len(full) >= PARTNERS
     assert end < len(hop.pairs)  # the slice left lower-ranked relations unread
     assert 20 <= len(limited) < len(full)
@@ -70,3 +70,40 @@ def test_local_mode_with_a_hub_equals_reading_every_relation(hub, monkeypatch, b
     monkeypatch.setattr(engine_module, "_FIRST_RELATION_READ", 10**9)
     assert engine.retrieve(params) == quick
     assert quick.relations
+
+
+@pytest.mark.parametrize("mode", [Mode.LOCAL, Mode.GLOBAL, Mode.MIX])
+@pytest.mark.parametrize("budget", [200, 400, 3000, 60000])
+def test_entities_read_in_slices_equal_reading_every_entity(hub, monkeypatch, mode, budget):
+    """Entity records are read a slice at a time until the entity budget cuts inside what
+    was read; one slice of everything gives the same result, and so do slices of one."""
+    engine = QueryEngine(hub.stores, hub.embedder, TOKENIZER, OfflineKeywordExtractor())
+    params = QueryParams(
+        "Which labs work with Kessler Institute in Porto?",
+        mode=mode,
+        top_k=30,
+        max_entity_tokens=budget,
+    )
+    reads: list[int] = []
+    graph = hub.stores.graph
+    read_entities = graph.get_entities_and_degrees
+
+    def counted(keys, degrees_only=()):
+        keys = list(keys)
+        reads.append(len(keys))
+        return read_entities(keys, degrees_only)
+
+    monkeypatch.setattr(graph, "get_entities_and_degrees", counted)
+    monkeypatch.setattr(engine_module, "_FIRST_ENTITY_READ", 4)
+    quick = engine.retrieve(params)
+    quick_reads = sum(reads)
+    monkeypatch.setattr(engine_module, "_FIRST_ENTITY_READ", 10**9)
+    reads.clear()
+    everything = engine.retrieve(params)
+    every_read = sum(reads)
+    assert everything == quick
+    monkeypatch.setattr(engine_module, "_FIRST_ENTITY_READ", 1)
+    assert engine.retrieve(params) == quick
+    assert quick.entities
+    if budget == 200:  # the budget keeps a few: the rest were never read
+        assert quick_reads < every_read

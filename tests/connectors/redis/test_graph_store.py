@@ -356,13 +356,19 @@ def test_records_read_with_their_degrees_equal_the_separate_reads(store: GraphSt
         store.get_entities(keys),
         store.node_degrees(keys),
     )
-    relations, ends, degrees = store.get_relations_ends_and_degrees(asked)
-    assert (relations, ends) == store.get_relations_with_endpoints(asked)
+    # Degrees alone for entities whose records the caller holds.
+    assert store.get_entities_and_degrees(["a"], degrees_only=["hub", "a", "c"]) == (
+        store.get_entities(["a"]),
+        store.node_degrees(["a", "hub", "c"]),
+    )
+    assert store.get_entities_and_degrees([], degrees_only=["hub"]) == ({}, {"hub": 3})
+    relations, degrees = store.get_relations_and_end_degrees(asked)
+    assert relations == store.get_relations(asked)
     assert set(relations) == {("b", "hub"), ("c", "d")}
     assert degrees == store.node_degrees(["b", "hub", "c", "d", "nobody"])
     assert degrees["hub"] == 3 and degrees["nobody"] == 0
     assert store.get_entities_and_degrees([]) == ({}, {})
-    assert store.get_relations_ends_and_degrees([]) == ({}, {}, {})
+    assert store.get_relations_and_end_degrees([]) == ({}, {})
 
 
 def test_invalid_batches_are_rejected_before_anything_is_written(store: GraphStore) -> None:
@@ -917,7 +923,6 @@ def counting_client(
 TWO_TRIPS_ON_A_CLUSTER = {
     "get_neighbours",
     "get_relations_with_endpoints",
-    "get_relations_ends_and_degrees",
 }
 
 
@@ -943,8 +948,8 @@ def test_each_read_is_one_round_trip_for_a_whole_batch_of_keys(
         "get_entities": lambda: counted.get_entities(keys),
         "get_relations": lambda: counted.get_relations(pairs),
         "get_relations_with_endpoints": lambda: counted.get_relations_with_endpoints(pairs),
-        "get_relations_ends_and_degrees": lambda: counted.get_relations_ends_and_degrees(pairs),
-        "get_entities_and_degrees": lambda: counted.get_entities_and_degrees(keys),
+        "get_relations_and_end_degrees": lambda: counted.get_relations_and_end_degrees(pairs),
+        "get_entities_and_degrees": lambda: counted.get_entities_and_degrees(keys[:25], keys),
         "node_degrees": lambda: counted.node_degrees(keys),
         "edges_of": lambda: counted.edges_of(keys),
         "edge_degrees": lambda: counted.edge_degrees(pairs),
