@@ -121,20 +121,20 @@ T = TypeVar("T")
 
 class _QueryVectors:
     """The vectors of one call's texts, given in the order the lanes use them: the first
-    is embedded at once, the rest in the background while the first lanes read the
-    stores. An embedder spends its time outside the GIL (onnxruntime, an HTTP call), so
-    the question's vector costs a graph mode little wall time beyond the keywords'."""
+    is embedded at once, each of the rest in a background call of its own while the first
+    lanes read the stores, so a lane waits only for its own text (the entity lane's
+    keywords, not the question behind them). An embedder spends its time outside the GIL
+    (onnxruntime, an HTTP call), so the question's vector costs a graph mode little wall
+    time beyond the keywords'."""
 
     def __init__(self, embedder: Embedder, texts: Sequence[str], pool: ThreadPoolExecutor) -> None:
-        first, rest = texts[0], list(texts[1:])
+        first, rest = texts[0], texts[1:]
         self._vectors = {first: embedder.embed([first])[0]}
-        self._rest = pool.submit(embedder.embed, rest) if rest else None
-        self._texts = rest
+        self._pending = {text: pool.submit(embedder.embed, [text]) for text in rest}
 
     def __getitem__(self, text: str) -> Sequence[float]:
-        if text not in self._vectors and self._rest is not None:
-            self._vectors.update(zip(self._texts, self._rest.result(), strict=True))
-            self._rest = None
+        if text not in self._vectors:
+            self._vectors[text] = self._pending.pop(text).result()[0]
         return self._vectors[text]
 
 
