@@ -493,12 +493,43 @@ def test_the_first_lanes_text_is_embedded_first_and_each_other_while_the_lanes_r
     finally:
         graph.close()
     # Relations first (hybrid's first lane), then the entities' keywords and the question,
-    # each in a call of its own (a lane waits only for its own text), both in the background.
-    assert probe.calls[0] == ["leadership"]
-    assert sorted(probe.calls[1:]) == sorted([["Atlas Project"], [LEADER]])
+    # each in a call of its own (a lane waits only for its own text), in the background.
+    assert probe.calls == [["leadership"], ["Atlas Project"], [LEADER]]
     assert probe.overlapped == [True, True]
     plain = QueryEngine(corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
     assert retrieval == plain.retrieve(params)
+
+
+class FailingOn:
+    """The corpus's embedder, except that embedding `text` raises."""
+
+    def __init__(self, embedder, text):
+        self.inner, self.text = embedder, text
+        self.model_name, self.dimension = embedder.model_name, embedder.dimension
+
+    def embed(self, texts):
+        if self.text in texts:
+            raise ConnectionError(f"the embedding service refused {self.text!r}")
+        return self.inner.embed(texts)
+
+
+@pytest.mark.parametrize("failing", ["Atlas Project", LEADER])
+def test_a_background_embedding_s_failure_is_the_call_s_error(corpus, failing):
+    """A text embedded in the background that fails raises in the lane that needs it, at
+    once: the call neither hangs nor answers without it."""
+    params = QueryParams(
+        LEADER,
+        mode=Mode.HYBRID,
+        high_level_keywords=("leadership",),
+        low_level_keywords=("Atlas Project",),
+    )
+    engine = QueryEngine(
+        corpus.stores, FailingOn(corpus.embedder, failing), TOKENIZER, OfflineKeywordExtractor()
+    )
+    began = time.monotonic()
+    with pytest.raises(ConnectionError, match="refused"):
+        engine.retrieve(params, deadline=time.monotonic() + 30)
+    assert time.monotonic() - began < 10
 
 
 # -- index versions and store failures -----------------------------------------------------
