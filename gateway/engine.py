@@ -120,10 +120,10 @@ T = TypeVar("T")
 
 
 class _QueryVectors:
-    """The vectors of one call's texts, given in the order the lanes use them: the first
-    is embedded at once, the rest one by one in the background, in that order, while the
-    first lanes read the stores; each is ready as soon as it is embedded, so a lane waits
-    only for its own text (the entity lane's keywords, not the question behind them).
+    """The vectors of one call's texts, embedded one by one in the background in the order
+    the lanes use them, while the lanes read the stores (the name look-up while the first
+    is embedded); each is ready as soon as it is embedded, so a lane waits only for its
+    own text (the entity lane's keywords, not the question behind them).
 
     An embedder spends its time outside the GIL (onnxruntime, an HTTP call), so the
     background costs a graph mode little wall time, as long as it is one call at a time:
@@ -131,11 +131,9 @@ class _QueryVectors:
     p95 49.8 ms one at a time, 58.7 concurrently, 55.2 as one batch, 57.8 all up front)."""
 
     def __init__(self, embedder: Embedder, texts: Sequence[str], pool: ThreadPoolExecutor) -> None:
-        first, rest = texts[0], texts[1:]
-        self._vectors: dict[str, Sequence[float]] = {first: embedder.embed([first])[0]}
-        self._pending: dict[str, Future[Sequence[float]]] = {text: Future() for text in rest}
-        if rest:
-            pool.submit(_embed_each, embedder, [(text, self._pending[text]) for text in rest])
+        self._vectors: dict[str, Sequence[float]] = {}
+        self._pending: dict[str, Future[Sequence[float]]] = {text: Future() for text in texts}
+        pool.submit(_embed_each, embedder, list(self._pending.items()))
 
     def __getitem__(self, text: str) -> Sequence[float]:
         if text not in self._vectors:
