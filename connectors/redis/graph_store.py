@@ -300,13 +300,9 @@ class GraphStore:
         entity and its adjacency share a slot, so also one per node on a cluster)."""
         wanted = list(dict.fromkeys(keys))
         reading = set(wanted)
-        counted_only = [key for key in dict.fromkeys(degrees_only) if key not in reading]
-        entities, counts = self._entities_and(
-            wanted,
-            lambda pipe, key: pipe.scard(self.keys.adjacency(key)),
-            lambda pipe: [pipe.scard(self.keys.adjacency(key)) for key in counted_only],
-        )
-        return entities, {k: int(n) for k, n in zip([*wanted, *counted_only], counts, strict=True)}
+        counted = wanted + [key for key in dict.fromkeys(degrees_only) if key not in reading]
+        rows, degrees = self._hashes_and_degrees([self.keys.entity(k) for k in wanted], counted)
+        return {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}, degrees
 
     def chunk_ids_of_few(self, keys: Iterable[str], at_most: int) -> dict[str, tuple[str, ...]]:
         """The source chunk ids of those entities that cite at most `at_most` chunks
@@ -372,15 +368,8 @@ class GraphStore:
         if not wanted:
             return {}, {}
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
-        pipe = self._client.pipeline(transaction=False)
-        for pair in wanted:
-            pipe.hgetall(self.keys.relation(pair))
-        for key in ends:
-            pipe.scard(self.keys.adjacency(key))
-        replies = pipe.execute()
-        rows, counts = replies[: len(wanted)], replies[len(wanted) :]
-        relations = {p: relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}
-        return relations, {k: int(n) for k, n in zip(ends, counts, strict=True)}
+        rows, degrees = self._hashes_and_degrees([self.keys.relation(p) for p in wanted], ends)
+        return {p: relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}, degrees
 
     def entities_by_alias(self, keys: Iterable[str]) -> dict[str, list[str]]:
         """The keys that are aliases, each with the (sorted) keys of the entities
@@ -634,23 +623,36 @@ class GraphStore:
         self,
         wanted: Sequence[str],
         command: Callable[[Pipeline, str], object],
-        more: Callable[[Pipeline], object] | None = None,
     ) -> tuple[dict[str, EntityRecord], list[Any]]:
         """The entities of `wanted` and, in the same round trip, the replies of `command`
-        (queued on the pipeline for each entity key), in key order, then those of `more`."""
+        (queued on the pipeline for each entity key), in key order."""
+        if not wanted:
+            return {}, []
         pipe = self._client.pipeline(transaction=False)
         for key in wanted:
             pipe.hgetall(self.keys.entity(key))
         for key in wanted:
             command(pipe, key)
-        if more is not None:
-            more(pipe)
-        if not len(pipe):
-            return {}, []
         replies = pipe.execute()
         rows = replies[: len(wanted)]
         entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
         return entities, list(replies[len(wanted) :])
+
+    def _hashes_and_degrees(
+        self, hashes: Sequence[str], entity_keys: Sequence[str]
+    ) -> tuple[list[dict[str, str]], dict[str, int]]:
+        """The hashes at the Redis keys `hashes` and the `node_degrees` of `entity_keys`,
+        in one pipeline."""
+        if not hashes and not entity_keys:
+            return [], {}
+        pipe = self._client.pipeline(transaction=False)
+        for key in hashes:
+            pipe.hgetall(key)
+        for key in entity_keys:
+            pipe.scard(self.keys.adjacency(key))
+        replies = pipe.execute()
+        counts = replies[len(hashes) :]
+        return replies[: len(hashes)], {k: int(n) for k, n in zip(entity_keys, counts, strict=True)}
 
     def _hgetall_many(self, keys: Sequence[str]) -> list[dict[str, str]]:
         if not keys:
