@@ -104,11 +104,22 @@ def _decode_protobuf(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent
     return _build(key_id, event.doc_id, op, event.content, event.file_path, event.event_time_ms)
 
 
+def _protobuf_or(
+    key_id: str, value: bytes, malformed: MalformedEvent
+) -> DecodedEvent | MalformedEvent:
+    """`value` as a DocumentEvent when it is one, else `malformed`. An event's bytes can look
+    like JSON: its first field's tag is 0x0A (a newline), its length byte can be whitespace
+    too (9, 10, 13 or 32 bytes), and a doc id may begin with "{" or "["."""
+    decoded = _decode_protobuf(key_id, value)
+    return decoded if isinstance(decoded, DecodedEvent) else malformed
+
+
 def _decode_json(key_id: str, value: bytes) -> DecodedEvent | MalformedEvent:
     try:
         data = json.loads(value)
     except ValueError as error:  # not UTF-8, not JSON, or a number too long to read
-        return MalformedEvent(f"value looks like JSON but does not parse: {error}")
+        unparsable = MalformedEvent(f"value looks like JSON but does not parse: {error}")
+        return _protobuf_or(key_id, value, unparsable)
     except RecursionError:
         return MalformedEvent("JSON value is nested too deeply to parse")
     if not isinstance(data, dict):

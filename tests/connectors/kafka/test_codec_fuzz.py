@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -119,3 +120,15 @@ def test_encoded_events_decode_back(doc_id: str, content: bytes, event_time_ms: 
         decoded = decode_message(key, value)
         if doc_id.strip() and "\ud800" not in doc_id:
             assert decoded == DecodedEvent(change, event_time_ms), decoded
+
+
+@pytest.mark.parametrize("length", [9, 10, 13, 32])
+@pytest.mark.parametrize("opening", ["[", "{"])
+def test_a_protobuf_event_whose_bytes_look_like_json_decodes(opening: str, length: int) -> None:
+    # Field 1's tag is 0x0A (a newline) and these lengths are whitespace bytes, so the value
+    # begins, after whitespace, with the doc id's "[" or "{" (found by the property above).
+    doc_id = opening + "x" * (length - 1)
+    for change in (DocumentUpsert(doc_id, b"", doc_id), DocumentDelete(doc_id)):
+        key, value = encode_change(change, 0)
+        assert value.lstrip().startswith(opening.encode())
+        assert decode_message(key, value) == DecodedEvent(change, 0)
