@@ -160,6 +160,10 @@ def test_an_initial_load_commits_as_it_goes_not_all_at_the_end(components, tmp_p
     completed: list[int] = []
     components.on_commit = lambda batch: completed.append(len(batch.completed))
     components.chunks_per_round = 5
+    # Extraction takes time, as an LLM's does: the offline extractor alone finishes all 40
+    # documents in moments, so on a busy machine the pool could finish most of them before
+    # the dataflow's thread looked once (all finished documents go in one step).
+    with_latency(components, 0.05)
     source = FolderSource(FolderSourceOptions(root, stop_after_scan=True, watch=False, max_batch=5))
     run_flow(components, source)
     steps = [count for count in completed if count]
