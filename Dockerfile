@@ -24,6 +24,9 @@ RUN useradd --create-home --uid 10001 --user-group kgstream \
 USER kgstream
 WORKDIR /home/kgstream
 ENV KGSTREAM_DATA_DIR=/data
+# The local model's quantized copy, made once here into the user's model cache
+# (~/.cache/kgstream/models) rather than at every container's first start.
+RUN python -c "from connectors.embeddings.local import LocalMiniLMEmbedder; LocalMiniLMEmbedder().load()"
 
 # 50051: the gRPC gateway; 9621: its HTTP API and web UI.
 EXPOSE 50051 9621

@@ -3,16 +3,19 @@
 Run: .venv/bin/python bench/embedding_speed.py [--paragraphs 200] [--chunks 24] [--seed 7]
 
 Embeds the same seeded, generated paragraphs (40-160 words, like entity descriptions and short
-chunks) with batch 32 (and the default padded-token cap per batch) at 1 and 2 onnxruntime
-threads, then two baselines at 1 thread: plain batches of 32 (no token cap) and one text per
-run. Each figure is printed with its ratio to the first row.
+chunks) with the model as shipped (float products): batch 32 (and the default padded-token cap
+per batch) at 1 and 2 onnxruntime threads, then two baselines at 1 thread: plain batches of 32
+(no token cap) and one text per run; then the default, quantized copy (int8 products, one text
+per run, see connectors/embeddings/local.py) at 1 and 2 threads. Each figure is printed with its
+ratio to the first row.
 
 Then the long-text case: seeded chunks of about 1200 tiktoken tokens (cl100k_base, LightRAG's
 default chunk size; ~1300-1400 WordPiece tokens), embedded whole as overlapping 256-token
 windows (the default) and cut at 256 tokens (``long_text="truncate"``, the old behaviour), at 1
 thread; windows are also timed without the padded-token cap, so windows of several chunks share
-a batch. Ratios there are to the truncating row. Model loading and one warm-up call are
-excluded from the timings; the machine's other load is not, so compare rows of one run.
+a batch, and with the quantized copy. Ratios there are to the truncating row. Model loading and
+one warm-up call are excluded from the timings; the machine's other load is not, so compare rows
+of one run.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -145,14 +149,26 @@ def main() -> None:
     words = sum(len(p.split()) for p in paragraphs) / len(paragraphs)
     print(f"{len(paragraphs)} paragraphs, mean {words:.0f} words, seed {args.seed}")
     default_cap = LocalEmbeddingOptions().max_batch_tokens
+    shipped = LocalEmbeddingOptions(quantized=False)
     configurations = [
-        (f"batch 32, <= {default_cap} tokens, 1 thread ", LocalEmbeddingOptions(threads=1)),
-        (f"batch 32, <= {default_cap} tokens, 2 threads", LocalEmbeddingOptions(threads=2)),
         (
-            "batch 32, no token cap,    1 thread ",
-            LocalEmbeddingOptions(threads=1, max_batch_tokens=_NO_TOKEN_CAP),
+            f"as shipped, batch 32, <= {default_cap} tokens, 1 thread ",
+            replace(shipped, threads=1),
         ),
-        ("batch  1,                  1 thread ", LocalEmbeddingOptions(threads=1, batch_size=1)),
+        (
+            f"as shipped, batch 32, <= {default_cap} tokens, 2 threads",
+            replace(shipped, threads=2),
+        ),
+        (
+            "as shipped, batch 32, no token cap,    1 thread ",
+            replace(shipped, threads=1, max_batch_tokens=_NO_TOKEN_CAP),
+        ),
+        (
+            "as shipped, batch  1,                  1 thread ",
+            replace(shipped, threads=1, batch_size=1),
+        ),
+        ("quantized, one text a run,            1 thread ", LocalEmbeddingOptions(threads=1)),
+        ("quantized, one text a run,            2 threads", LocalEmbeddingOptions(threads=2)),
     ]
     baseline: float | None = None
     for label, options in configurations:
@@ -168,16 +184,20 @@ def main() -> None:
     )
     long_configurations = [
         (
-            f"truncate at 256,  <= {default_cap} tokens, 1 thread ",
-            LocalEmbeddingOptions(threads=1, long_text="truncate"),
+            f"as shipped, truncate at 256,  <= {default_cap} tokens, 1 thread",
+            replace(shipped, threads=1, long_text="truncate"),
         ),
         (
-            f"windows 256/32,   <= {default_cap} tokens, 1 thread ",
+            f"as shipped, windows 256/32,   <= {default_cap} tokens, 1 thread",
+            replace(shipped, threads=1),
+        ),
+        (
+            "as shipped, windows 256/32,   no token cap,    1 thread",
+            replace(shipped, threads=1, max_batch_tokens=_NO_TOKEN_CAP),
+        ),
+        (
+            "quantized,  windows 256/32,   one a run,       1 thread",
             LocalEmbeddingOptions(threads=1),
-        ),
-        (
-            "windows 256/32,   no token cap,    1 thread ",
-            LocalEmbeddingOptions(threads=1, max_batch_tokens=_NO_TOKEN_CAP),
         ),
     ]
     baseline = None

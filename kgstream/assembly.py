@@ -84,7 +84,11 @@ def _model_embedder(settings: Settings) -> Embedder:
         "truncate" if settings.embedding_long_text == "truncate" else "windows"
     )
     threads = settings.embedding_threads or automatic_threads()
-    return LocalMiniLMEmbedder(LocalEmbeddingOptions(threads=threads, long_text=long_text))
+    return LocalMiniLMEmbedder(
+        LocalEmbeddingOptions(
+            threads=threads, long_text=long_text, quantized=settings.embedding_quantized
+        )
+    )
 
 
 def store_locations(settings: Settings) -> StoreLocations:

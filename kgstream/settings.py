@@ -84,6 +84,10 @@ class Settings:
     # onnxruntime threads of the local model; 0: one per core, at most 4 (measured on 2 cores:
     # indexing 1.6x faster than 1 thread). With several dataflow workers, 1 avoids oversubscribing.
     embedding_threads: int = 0
+    # local model: int8 matrix products (a dynamically quantized copy, made once into the model
+    # cache; 1.5x faster, docs/design.md) or false: the shipped model's float products (the
+    # vector space of indexes built before December 4, 2026)
+    embedding_quantized: bool = True
     # stores: embedded unless URLs are set
     redis_url: str | None = None
     redis_password: str | None = (

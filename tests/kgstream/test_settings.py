@@ -95,6 +95,23 @@ def test_embedding_threads_default_to_the_cores_and_reach_the_model(monkeypatch)
         load_settings({"KGSTREAM_EMBEDDING_THREADS": "-1"})
 
 
+def test_the_local_model_is_quantized_unless_set_off():
+    from connectors.embeddings import local
+    from connectors.embeddings.base import embedding_space_name
+    from kgstream.assembly import _model_embedder
+
+    default = _model_embedder(load_settings({}))
+    shipped = _model_embedder(load_settings({"KGSTREAM_EMBEDDING_QUANTIZED": "false"}))
+    assert isinstance(default, local.LocalMiniLMEmbedder)
+    assert isinstance(shipped, local.LocalMiniLMEmbedder)
+    assert (default.options.quantized, shipped.options.quantized) == (True, False)
+    # Two vector spaces: an index made by one is never searched with the other's vectors.
+    assert embedding_space_name(default) == "all-minilm-l6-v2-int8-dynamic-384"
+    assert embedding_space_name(shipped) == "all-minilm-l6-v2-384"
+    with pytest.raises(SettingsError, match="embedding_quantized"):
+        load_settings({"KGSTREAM_EMBEDDING_QUANTIZED": "maybe"})
+
+
 def test_retrievals_are_bounded_beside_the_indexer_unless_set():
     from kgstream.assembly import engine_options
 

