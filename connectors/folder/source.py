@@ -24,6 +24,15 @@ it emits nothing, keeps the snapshot, logs one warning and reports it through
 `on_hold`. It looks for the root every `ROOT_CHECK_SECONDS`, and once the root is
 back (with content, or the very folder it was) it watches it again and rescans it
 at once, so only files truly gone from it are deleted.
+
+A periodic rescan reads only the files whose status changed: the source remembers, in
+memory, each file's (device, inode, size, mtime, ctime) from when it last read it, and a
+rescan that finds the same five takes the file as unchanged. The ctime cannot be set back
+by any tool (a write, `touch -d` or a rename in place all move it), so an equal status
+means no write since the read, except a write in the same clock tick as the read: a status
+read less than `SETTLED_SECONDS` after the file's ctime is not remembered, and the file is
+read again by the next rescan. The start-up scan and every path the watcher names are read
+in full, as before.
 """
 
 from __future__ import annotations
@@ -71,6 +80,14 @@ HoldReport = Callable[[str | None], None]
 
 ROOT_CHECK_SECONDS = 0.5
 """How often a holding source looks for its root again."""
+
+SETTLED_SECONDS = 2.0
+"""How long after its last change (ctime) a file's status is trusted by the rescan: longer
+than any file system's timestamp tick (FAT's is 2 s), so no write can share it."""
+
+_FileStatus = tuple[int, int, int, int, int]
+"""(device, inode, size, mtime ns, ctime ns): equal between two looks only if no write or
+rename came between them (see the module docstring)."""
 
 # How long one next_batch call may spend resolving scan paths before it hands
 # control back to Bytewax; a big initial scan is spread over many calls.
@@ -143,6 +160,8 @@ class _FileVersion:
     fingerprint: str
     modified_at: float
     size: int
+    status: _FileStatus | None
+    """The file's status when read, if it had been settled for `SETTLED_SECONDS`."""
 
 
 class _TouchCollector(FileSystemEventHandler):
@@ -184,7 +203,25 @@ def read_file_version(path: Path, max_bytes: int) -> _FileVersion:
         fingerprint = f"oversized:{status.st_size}:{status.st_mtime_ns}"
     else:
         fingerprint = "sha256:" + hashlib.sha256(content).hexdigest()
-    return _FileVersion(content, fingerprint, status.st_mtime, max(status.st_size, len(content)))
+    settled = time.time_ns() - status.st_ctime_ns >= SETTLED_SECONDS * 1e9
+    return _FileVersion(
+        content,
+        fingerprint,
+        status.st_mtime,
+        max(status.st_size, len(content)),
+        _status(status) if settled else None,
+    )
+
+
+def _status(status: os.stat_result) -> _FileStatus:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _current_status(path: Path) -> _FileStatus | None:
+    try:
+        return _status(path.stat())
+    except OSError:
+        return None
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -220,6 +257,8 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         self._document_paths = DocumentPaths(self._root)
         self._on_hold = on_hold
         self._fingerprints: FolderSnapshot = dict(resume_state or {})
+        # Each file's status when it was last read, if settled: what a rescan may trust.
+        self._read_status: dict[str, _FileStatus] = {}
         self._touches: queue.SimpleQueue[_Touch] = queue.SimpleQueue()
         self._pending: dict[str, _Pending] = {}
         self._jobs: deque[_ScanJob] = deque()
@@ -386,7 +425,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
                 if job.whole_tree:
                     self._finish_whole_tree_scan()
                 continue
-            self._emit_resolution(doc_id, emitted)
+            self._emit_resolution(doc_id, emitted, trust_status=job.whole_tree)
             if time.monotonic() >= deadline or len(emitted) >= self._options.max_batch:
                 return
 
@@ -433,19 +472,26 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     def _is_document(self, path: Path) -> bool:
         return self._document_paths(path)
 
-    def _emit_resolution(self, doc_id: str, emitted: list[SourceEvent]) -> None:
-        event = self._resolve(doc_id)
+    def _emit_resolution(
+        self, doc_id: str, emitted: list[SourceEvent], trust_status: bool = False
+    ) -> None:
+        event = self._resolve(doc_id, trust_status)
         if event is not None:
             emitted.append(event)
 
-    def _resolve(self, doc_id: str) -> SourceEvent | None:
-        """Compare one document's current bytes on disk with the snapshot."""
+    def _resolve(self, doc_id: str, trust_status: bool = False) -> SourceEvent | None:
+        """Compare one document's current bytes on disk with the snapshot; with
+        `trust_status` (a rescan), a file whose status is the one it had when last read
+        is taken as unchanged without reading it."""
         if self._holding is not None:
             return None
         origin = f"folder:{doc_id}"
         path = self._path_of(doc_id)
         version: _FileVersion | None = None
         if path is not None and self._is_document(path):
+            known = self._read_status.get(doc_id) if trust_status else None
+            if known is not None and known == _current_status(path):
+                return None
             try:
                 version = read_file_version(path, self._options.max_document_bytes)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -454,10 +500,15 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
                 log.warning("skipping %s: cannot read it (%s); fix its permissions", path, error)
                 return None
         if version is None:
+            self._read_status.pop(doc_id, None)
             if doc_id not in self._fingerprints or not self._root_is_there():
                 return None  # never emitted, or the whole root is gone: that is no deletion
             del self._fingerprints[doc_id]
             return SourceEvent(DocumentDelete(doc_id), origin, time.time())
+        if version.status is None:
+            self._read_status.pop(doc_id, None)
+        else:
+            self._read_status[doc_id] = version.status
         if self._fingerprints.get(doc_id) == version.fingerprint:
             return None
         self._fingerprints[doc_id] = version.fingerprint

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSink, run_main
 
 from connectors.folder.source import (
+    SETTLED_SECONDS,
     FolderPartition,
     FolderSnapshot,
     FolderSource,
@@ -465,6 +467,98 @@ def test_periodic_rescan_finds_changes_no_watcher_reported(
     driver.expect(("upsert", "a.md", b"two"), ("upsert", "b.md", b"bee"))
     (root / "b.md").unlink()
     driver.expect(("delete", "b.md"))
+
+
+_OPENING: list[FilesOpened] = []  # the recorders asked, for the process's one audit hook
+
+
+def _record_opens(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and _OPENING and isinstance(args[0], str):
+        for recorder in _OPENING:
+            if args[0].startswith(recorder.prefix):
+                recorder.names.append(args[0][len(recorder.prefix) :])
+
+
+class FilesOpened:
+    """The files under a folder that this process opens meanwhile, seen through Python's
+    audit event "open" (a hook stays for the process's life, so one serves every test)."""
+
+    hooked = False
+
+    def __init__(self, root: Path) -> None:
+        self.prefix = str(root) + os.sep
+        self.names: list[str] = []
+
+    def __enter__(self) -> FilesOpened:
+        if not FilesOpened.hooked:
+            sys.addaudithook(_record_opens)
+            FilesOpened.hooked = True
+        _OPENING.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _OPENING.remove(self)
+
+
+def wait_settled(*paths: Path) -> None:
+    """Until each file's last change is `SETTLED_SECONDS` old: a rescan trusts its status."""
+    wait_until(
+        lambda: all(
+            time.time_ns() - p.stat().st_ctime_ns >= SETTLED_SECONDS * 1e9 + 1e7 for p in paths
+        ),
+        timeout=SETTLED_SECONDS + 5,
+    )
+
+
+def rescan_once(driver: Driver) -> None:
+    """Pump until the partition has run one more whole rescan from start to end."""
+    driver.pump_until(lambda _: driver.partition.next_awake() is None)  # a rescan is queued
+    driver.pump_until(lambda _: driver.partition.next_awake() is not None)  # and done
+
+
+def test_a_rescan_reads_only_files_whose_status_changed_since_they_were_read(
+    root: Path, start: PartitionFactory
+) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (root / name).write_bytes(name.encode())
+    wait_settled(root / "a.md", root / "b.md", root / "c.md")
+    driver = start(watch=False, rescan_seconds=0.01)
+    with FilesOpened(root) as opened:
+        driver.expect(
+            ("upsert", "a.md", b"a.md"), ("upsert", "b.md", b"b.md"), ("upsert", "c.md", b"c.md")
+        )
+        assert sorted(opened.names) == ["a.md", "b.md", "c.md"]  # the start-up scan reads all
+
+        opened.names.clear()
+        (root / "b.md").write_bytes(b"bee")
+        driver.expect(("upsert", "b.md", b"bee"))
+        rescan_once(driver)
+        rescan_once(driver)
+        # b.md changed within SETTLED_SECONDS of its reads: read by every rescan till then
+        assert set(opened.names) == {"b.md"} and opened.names.count("b.md") >= 3
+
+        wait_settled(root / "b.md")
+        rescan_once(driver)  # reads b.md once more, settled now
+        opened.names.clear()
+        rescan_once(driver)
+        rescan_once(driver)
+        assert opened.names == []
+    driver.expect_nothing_before(root / "sentinel.md")
+
+
+def test_a_rewrite_keeping_size_and_mtime_is_found_by_a_rescan(
+    root: Path, start: PartitionFactory
+) -> None:
+    path = root / "a.md"
+    path.write_bytes(b"one")
+    wait_settled(path)
+    driver = start(watch=False, rescan_seconds=0.01)
+    driver.expect(("upsert", "a.md", b"one"))
+    before = path.stat()
+    path.write_bytes(b"two")  # the same size, and the mtime put back: only the ctime moves
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    driver.expect(("upsert", "a.md", b"two"))
 
 
 def test_idle_partition_without_a_watcher_sleeps_until_its_next_rescan(
