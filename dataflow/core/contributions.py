@@ -21,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
+from itertools import chain
 from operator import attrgetter
 from typing import Generic, TypeVar
 
@@ -255,13 +256,19 @@ class RelationRecord:
 
 @dataclass(frozen=True)
 class SummaryRequest:
-    """Descriptions too many or too long to join; `fragments_hash` is the cache key."""
+    """Descriptions too many or too long to join, most supported first."""
 
     kind: str  # "entity" or "relation"
     name: str
     descriptions: tuple[str, ...]
-    fragments_hash: str
     max_tokens: int
+
+    @property
+    def fragments_hash(self) -> str:
+        """A stable hash of the description set (`fragments_hash`): a summary's cache key.
+        Computed when asked: hashing a hub's thousands of descriptions on every render cost
+        a tenth of it."""
+        return fragments_hash(self.descriptions)
 
 
 Summarizer = Callable[[SummaryRequest], str]
@@ -326,18 +333,20 @@ class Renderer:
         """The entity's record, or None when nothing contributes to it any more."""
         if not state:
             return None
+        # map and attrgetter rather than comprehensions: a hub has tens of thousands of
+        # fragments, and these loops run in C
         fragments = list(state.values())
         typed = [f for f in fragments if f.type is not None]
-        name = _vote(f.name for f in fragments) or key
+        name = _vote(map(_NAME, fragments)) or key
         return EntityRecord(
             key=key,
             name=name,
-            type=_vote(f.type for f in typed if f.type is not None) or UNKNOWN_TYPE,
-            description=self._describe("entity", name, _entity_descriptions(fragments)),
-            source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
-            file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
-            doc_ids=tuple(sorted({f.doc_id for f in fragments})),
-            aliases=tuple(sorted({a for f in fragments for a in f.aliases} - {key})),
+            type=_vote(map(_TYPE, typed)) or UNKNOWN_TYPE,
+            description=self._describe("entity", name, _entity_descriptions(fragments, typed)),
+            source_chunk_ids=_sorted_set(map(_CHUNK_ID, fragments)),
+            file_paths=_sorted_set(map(_FILE_PATH, fragments), without=""),
+            doc_ids=_sorted_set(map(_DOC_ID, fragments)),
+            aliases=_sorted_set(chain.from_iterable(map(_ALIASES, fragments)), without=key),
         )
 
     def relation(self, pair: RelationPair, state: RelationState) -> RelationRecord | None:
@@ -345,22 +354,22 @@ class Renderer:
         if not state:
             return None
         fragments = list(state.values())
-        source_name = _vote(f.source_name for f in fragments) or pair[0]
-        target_name = _vote(f.target_name for f in fragments) or pair[1]
-        keywords = sorted({k for f in fragments for k in f.keywords})
+        source_name = _vote(map(_SOURCE_NAME, fragments)) or pair[0]
+        target_name = _vote(map(_TARGET_NAME, fragments)) or pair[1]
+        keywords = _sorted_set(chain.from_iterable(map(_KEYWORDS, fragments)))
         return RelationRecord(
             source=pair[0],
             target=pair[1],
             source_name=source_name,
             target_name=target_name,
-            keywords=tuple(keywords),
+            keywords=keywords,
             description=self._describe(
                 "relation", f"{source_name} - {target_name}", _ordered_descriptions(fragments)
             ),
-            weight=math.fsum(f.strength for f in fragments),
-            source_chunk_ids=tuple(sorted({f.chunk_id for f in fragments})),
-            file_paths=tuple(sorted({f.file_path for f in fragments if f.file_path})),
-            doc_ids=tuple(sorted({f.doc_id for f in fragments})),
+            weight=math.fsum(map(_STRENGTH, fragments)),
+            source_chunk_ids=_sorted_set(map(_CHUNK_ID, fragments)),
+            file_paths=_sorted_set(map(_FILE_PATH, fragments), without=""),
+            doc_ids=_sorted_set(map(_DOC_ID, fragments)),
         )
 
     def entity_summary_due(self, state: EntityState | None) -> bool:
@@ -388,7 +397,6 @@ class Renderer:
             kind=kind,
             name=name,
             descriptions=tuple(descriptions),
-            fragments_hash=fragments_hash(descriptions),
             max_tokens=self.options.summary_max_tokens,
         )
         if self.summarize is not None:
@@ -396,19 +404,47 @@ class Renderer:
         return extractive_summary(request, self.count_tokens)
 
 
-def _entity_descriptions(fragments: list[EntityFragment]) -> list[str]:
-    """The descriptions an entity's record is described from: its typed fragments' when any
-    of them has one, else all fragments', ordered by support."""
-    typed = [f for f in fragments if f.type is not None]
-    return _ordered_descriptions(typed if any(f.description for f in typed) else fragments)
+def _entity_descriptions(
+    fragments: list[EntityFragment], typed: list[EntityFragment] | None = None
+) -> list[str]:
+    """The descriptions an entity's record is described from: its typed fragments' (`typed`,
+    computed when not given) when any of them has one, else all fragments', ordered by
+    support."""
+    if typed is None:
+        typed = [f for f in fragments if f.type is not None]
+    return _ordered_descriptions(typed if any(map(_DESCRIPTION, typed)) else fragments)
+
+
+_NAME, _TYPE, _DESCRIPTION = attrgetter("name"), attrgetter("type"), attrgetter("description")
+_CHUNK_ID, _FILE_PATH, _DOC_ID = (
+    attrgetter("chunk_id"),
+    attrgetter("file_path"),
+    attrgetter("doc_id"),
+)
+_ALIASES, _KEYWORDS, _STRENGTH = (
+    attrgetter("aliases"),
+    attrgetter("keywords"),
+    attrgetter("strength"),
+)
+_SOURCE_NAME, _TARGET_NAME = attrgetter("source_name"), attrgetter("target_name")
+
+
+def _sorted_set(values: Iterable[str], without: str | None = None) -> tuple[str, ...]:
+    """The distinct `values` sorted, without `without`."""
+    distinct = set(values)
+    if without is not None:
+        distinct.discard(without)
+    return tuple(sorted(distinct))
 
 
 def extractive_summary(request: SummaryRequest, count_tokens: Callable[[str], int]) -> str:
     """The summary without an LLM: the best-supported descriptions under the token cap.
 
-    Descriptions arrive ordered by support; take them greedily while the total
-    stays under `max_tokens`. The first one is always kept, cut by words if it
-    alone is over the cap, so a hub entity keeps a bounded description.
+    Descriptions arrive ordered by support; take them in that order while the total stays
+    under `max_tokens`, and stop at the first that does not fit, so only the descriptions
+    taken (and one more) are counted: a hub has thousands, and counting them all on every
+    render was most of its cost. The first one is always kept, cut by words if it alone
+    is over the cap, so a hub entity keeps a bounded description.
     """
     chosen: list[str] = []
     used = 0
@@ -417,10 +453,11 @@ def extractive_summary(request: SummaryRequest, count_tokens: Callable[[str], in
         if used + cost <= request.max_tokens:
             chosen.append(text)
             used += cost
-        elif not chosen:
+            continue
+        if not chosen:
             words = text.split()
             while words and count_tokens(" ".join(words)) > request.max_tokens:
                 words = words[: max(1, len(words) * 3 // 4)] if len(words) > 1 else []
             chosen.append(" ".join(words))
-            break
+        break
     return "\n".join(chosen)

@@ -160,8 +160,23 @@ def test_hub_entity_description_stays_under_the_token_cap_without_an_llm():
 
 
 def test_extractive_summary_cuts_a_single_oversized_description():
-    request = SummaryRequest("entity", "Ada", ("word " * 100,), "h", max_tokens=10)
+    request = SummaryRequest("entity", "Ada", ("word " * 100,), max_tokens=10)
     assert 0 < count_words(extractive_summary(request, count_words)) <= 10
+
+
+def test_extractive_summary_takes_the_best_supported_descriptions_until_one_does_not_fit():
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return count_words(text)
+
+    descriptions = ("one two three", "four five six seven", "eight", "nine ten", "eleven")
+    request = SummaryRequest("entity", "Ada", descriptions, max_tokens=8)
+    # 3 words, then 4 + 1 for the newline = 8; "eight" would fit after the first alone, but
+    # the order is support's: the summary is a prefix of it, and nothing past it is counted
+    assert extractive_summary(request, count) == "one two three\nfour five six seven"
+    assert counted == ["one two three", "four five six seven", "eight"]
 
 
 def test_chunk_contributions_include_endpoint_mentions_and_drop_self_loops():
