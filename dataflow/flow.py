@@ -61,12 +61,12 @@ from dataflow.core.contributions import (
     EntityContribution,
     EntityFragment,
     EntityRecord,
+    FragmentRows,
     RelationContribution,
     RelationFragment,
     RelationPair,
     RelationRecord,
 )
-from dataflow.core.fragments import FragmentRows, Fragments
 from dataflow.core.messages import (
     Ack,
     ChunkOutcome,
@@ -424,19 +424,23 @@ def _chunk_step(
 @dataclass
 class _FragmentsLogicState(Generic[K, F]):
     key: K | None = None
-    fragments: Fragments[F] | None = None
+    fragments: dict[str, F] | None = None
     acks: AckCounts = field(default_factory=Counter)
     due: datetime | None = None  # when the coalesced render is released
     released: datetime | None = None  # when the key's last render was released
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled with the fragments as rows (`FragmentRows`): a hub is snapshotted whole in
+        every epoch it is touched."""
+        state = dict(self.__dict__)
+        if self.fragments is not None:
+            state["fragments"] = FragmentRows.of(self.fragments)
+        return state
+
     def __setstate__(self, state: dict[str, object]) -> None:
-        """Snapshots taken before segments hold the fragments as rows (`FragmentRows`) or
-        as a dict; both resume as `Fragments` (tests/dataflow/test_snapshots.py)."""
         fragments = state.get("fragments")
-        if isinstance(fragments, FragmentRows):
-            fragments = fragments.restore()
-        if isinstance(fragments, dict):
-            state = {**state, "fragments": Fragments.of(fragments)}
+        if isinstance(fragments, FragmentRows):  # snapshots before rows hold the fragments
+            state = {**state, "fragments": fragments.restore()}
         self.__dict__.update(state)
 
 
@@ -461,11 +465,11 @@ class _FragmentsLogic(
         self,
         resume: _FragmentsLogicState[K, F] | None,
         delay: timedelta,
-        summary_due: Callable[[Fragments[F] | None], bool] | None = None,
+        summary_due: Callable[[dict[str, F] | None], bool] | None = None,
     ) -> None:
         self.state: _FragmentsLogicState[K, F] = resume or _FragmentsLogicState()
         self.delay = delay
-        self.summary_due: Callable[[Fragments[F] | None], bool] = summary_due or _never
+        self.summary_due: Callable[[dict[str, F] | None], bool] = summary_due or _never
 
     def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
         updates = [self.update(tagged.delta) for tagged in values]
@@ -507,14 +511,12 @@ class _FragmentsLogic(
         """(key, contribution id, fragment or None for a retraction) of one delta."""
         raise NotImplementedError
 
-    def emit(self, key: K, fragments: Fragments[F] | None, acks: tuple[Ack, ...]) -> Out:
+    def emit(self, key: K, fragments: dict[str, F] | None, acks: tuple[Ack, ...]) -> Out:
         raise NotImplementedError
 
     def snapshot(self) -> _FragmentsLogicState[K, F]:
-        # Shares the fragments: a fold makes a new `Fragments` (update_fragments) and never
-        # changes one, and keys are immutable. Only the counts are mutated. Each segment
-        # pickles once per version (dataflow/core/fragments.py), so an epoch that touched
-        # one segment of a hub pickles that one.
+        # Shares the fragments: a fold replaces the dict (update_fragments) and never
+        # changes it, and fragments and keys are immutable. Only the counts are mutated.
         state = self.state
         return _FragmentsLogicState(
             state.key, state.fragments, Counter(state.acks), state.due, state.released
@@ -530,7 +532,7 @@ class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityFragmentsChanged])
         return contribution.key, contribution.contribution_id, fragment
 
     def emit(
-        self, key: str, fragments: Fragments[EntityFragment] | None, acks: tuple[Ack, ...]
+        self, key: str, fragments: dict[str, EntityFragment] | None, acks: tuple[Ack, ...]
     ) -> EntityFragmentsChanged:
         return EntityFragmentsChanged(key, fragments, acks)
 
@@ -546,7 +548,7 @@ class _RelationLogic(_FragmentsLogic[RelationPair, RelationFragment, RelationFra
     def emit(
         self,
         key: RelationPair,
-        fragments: Fragments[RelationFragment] | None,
+        fragments: dict[str, RelationFragment] | None,
         acks: tuple[Ack, ...],
     ) -> RelationFragmentsChanged:
         return RelationFragmentsChanged(key, fragments, acks)

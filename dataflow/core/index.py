@@ -25,7 +25,6 @@ from dataflow.core.contributions import (
 )
 from dataflow.core.documents import DocumentChange, DocumentLimits, DocumentRecord
 from dataflow.core.extraction import Extraction
-from dataflow.core.fragments import Fragments
 from dataflow.core.steps import (
     ChunkAdded,
     ChunkExtracted,
@@ -85,8 +84,8 @@ class ReferenceIndex:
         self.documents: dict[str, DocumentRecord] = {}
         self.chunks: dict[str, Chunk] = {}
         self.chunk_states: dict[str, ChunkContributions] = {}
-        self.entity_states: dict[str, Fragments[EntityFragment]] = {}
-        self.relation_states: dict[RelationPair, Fragments[RelationFragment]] = {}
+        self.entity_states: dict[str, dict[str, EntityFragment]] = {}
+        self.relation_states: dict[RelationPair, dict[str, RelationFragment]] = {}
         self.extraction_calls = 0
 
     def apply_all(self, changes: Iterable[DocumentChange]) -> None:

@@ -35,7 +35,6 @@ from dataflow.core.documents import (
     prepare_document,
 )
 from dataflow.core.extraction import Extraction
-from dataflow.core.fragments import Fragments
 
 F = TypeVar("F", EntityFragment, RelationFragment)
 
@@ -219,12 +218,17 @@ def _by_identity(state: ChunkContributions | None) -> dict[tuple[object, ...], C
 
 def update_fragments(
     state: Mapping[str, F] | None, deltas: Iterable[tuple[str, F | None]]
-) -> Fragments[F] | None:
+) -> dict[str, F] | None:
     """Fold (contribution id, fragment or None for a retraction) into an entity or relation state.
 
-    The same fold as `apply` and `retract` of dataflow/core/contributions.py, made on copies
-    of the segments the deltas fall in only (dataflow/core/fragments.py: a hub entity holds a
-    fragment per citing chunk). Returns None when no contribution is left, so the dataflow
-    discards the key.
+    The same fold as `apply` and `retract` of dataflow/core/contributions.py, made on one
+    copy of the state rather than one a delta (a hub entity holds a fragment per citing
+    chunk). Returns None when no contribution is left, so the dataflow discards the key.
     """
-    return Fragments.updated_from(state, deltas)
+    current: dict[str, F] = dict(state or {})  # one copy a fold, never one a delta
+    for contribution_id, fragment in deltas:
+        if fragment is None:
+            current.pop(contribution_id, None)
+        else:
+            current[contribution_id] = fragment
+    return current or None
