@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Generic, TypeGuard, TypeVar, cast
+from typing import Any, Generic, TypeGuard, TypeVar, cast
 
 import bytewax.operators as op
 from bytewax.dataflow import Dataflow, Stream
@@ -81,8 +81,10 @@ from dataflow.core.messages import (
     RelationRendered,
     SourceEvent,
     TaggedDelta,
+    Ticket,
 )
 from dataflow.core.naming import relation_id
+from dataflow.core.snapshots import pack, unpack
 from dataflow.core.steps import (
     ChunkAdded,
     ChunkExtracted,
@@ -429,19 +431,41 @@ class _FragmentsLogicState(Generic[K, F]):
     due: datetime | None = None  # when the coalesced render is released
     released: datetime | None = None  # when the key's last render was released
 
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled with the fragments as rows (`FragmentRows`): a hub is snapshotted whole in
-        every epoch it is touched."""
-        state = dict(self.__dict__)
-        if self.fragments is not None:
-            state["fragments"] = FragmentRows.of(self.fragments)
-        return state
+    def __reduce__(self) -> tuple[Callable[[bytes], _FragmentsLogicState[Any, Any]], tuple[bytes]]:
+        """Pickled as one packed blob (dataflow/core/snapshots.py), the fragments as rows
+        (`FragmentRows`): a hub is snapshotted whole in every epoch it is touched."""
+        rows = FragmentRows.of(self.fragments) if self.fragments else None
+        plain = (
+            self.key,
+            (rows.kind, rows.rows) if rows is not None else None,
+            tuple(self.acks.items()),
+            self.due,
+            self.released,
+        )
+        return _unpack_fragments_state, (pack(plain),)
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        """Resumes a snapshot pickled before states were packed: a dict of the fields, the
+        fragments as `FragmentRows` or, before rows, as fragments."""
         fragments = state.get("fragments")
-        if isinstance(fragments, FragmentRows):  # snapshots before rows hold the fragments
+        if isinstance(fragments, FragmentRows):
             state = {**state, "fragments": fragments.restore()}
         self.__dict__.update(state)
+
+
+def _unpack_fragments_state(blob: bytes) -> _FragmentsLogicState[Any, Any]:
+    key, rows, acks, due, released = cast(_PackedFragmentsState, unpack(blob))
+    fragments = FragmentRows(*rows).restore() if rows is not None else None
+    return _FragmentsLogicState(key, fragments, Counter(dict(acks)), due, released)
+
+
+_PackedFragmentsState = tuple[
+    Any,  # the key: an entity key or a relation pair
+    tuple[Any, dict[str, tuple[object, ...]]] | None,  # the fragments' kind and rows
+    tuple[tuple[tuple[Ticket, str], int], ...],
+    datetime | None,
+    datetime | None,
+]
 
 
 def _never(fragments: object) -> bool:
