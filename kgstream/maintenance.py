@@ -118,7 +118,9 @@ _DISCARDED = """
 
 def compact_recovery(recovery_dir: Path) -> None:
     """Drop superseded and discarded snapshots from every recovery partition, then
-    VACUUM it (rewriting the file without free pages) and empty its write-ahead log.
+    VACUUM it (rewriting the file without free pages, and letting each start give back
+    the pages it frees from then on, as new partitions do: `recovery.make_reclaimable`)
+    and empty its write-ahead log.
 
     Only snapshots up to the epoch every partition has committed are touched, so a
     resume loads exactly the state it loaded before."""
@@ -134,6 +136,7 @@ def compact_recovery(recovery_dir: Path) -> None:
                 connection.execute("BEGIN")
                 connection.execute(_SUPERSEDED, {"committed": committed})
                 connection.execute(_DISCARDED, {"committed": committed})
+            connection.execute("PRAGMA auto_vacuum = INCREMENTAL")  # set by the VACUUM
             connection.execute("VACUUM")
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:

@@ -86,6 +86,52 @@ def test_documents_in_flight_in_a_snapshot_of_the_former_single_commit_step_are_
     assert legacy_commit_in_flight(made.directory) == []
 
 
+def churn(path, epochs=(1, 2), keys=40) -> None:
+    """What Bytewax does to a partition every epoch: write snapshots, then delete the ones
+    they supersede."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode = WAL")  # Bytewax's mode
+    for epoch in epochs:
+        with connection:
+            connection.execute("BEGIN")
+            connection.executemany(
+                "INSERT INTO snaps (step_id, state_key, snap_epoch, ser_change) VALUES (?,?,?,?)",
+                [("kgstream.entity", f"hub-{n}", epoch, bytes(50_000)) for n in range(keys)],
+            )
+            connection.execute("DELETE FROM snaps WHERE snap_epoch < ?", (epoch,))
+    with connection:
+        connection.execute("BEGIN")
+        connection.execute("DELETE FROM snaps WHERE state_key != 'hub-0'")
+    connection.close()
+
+
+def pages(path) -> tuple[int, int]:
+    """(pages in the file, free pages among them)."""
+    connection = sqlite3.connect(path)
+    try:
+        count = connection.execute("PRAGMA page_count").fetchone()[0]
+        return count, connection.execute("PRAGMA freelist_count").fetchone()[0]
+    finally:
+        connection.close()
+
+
+def test_a_partition_gives_back_its_free_pages_when_the_next_run_starts(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
+    path = made.directory / "part-0.sqlite3"
+    churn(path)
+    count, free = pages(path)
+    assert free > count // 2  # deleted snapshots leave free pages: the file does not shrink
+
+    again = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=True)
+
+    assert again == made
+    left, none = pages(path)
+    assert none == 0 and left <= count - free
+    assert path.stat().st_size == left * 4096
+    with sqlite3.connect(path) as connection:  # what was live is still there
+        assert connection.execute("SELECT state_key FROM snaps").fetchall() == [("hub-0",)]
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
