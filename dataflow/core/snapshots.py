@@ -20,7 +20,12 @@ COMPRESSION_LEVEL = 1
 zlib's fastest level gave 4.8x in 1.00 s; a hub is packed again in every epoch that touches
 it, so packing is on the path of the edit that ends an epoch."""
 
-_codecs = threading.local()  # a zstandard (de)compressor serves one thread at a time
+# A zstandard (de)compressor serves one thread at a time, and making one costs 20 us against
+# 1 us to pack a small state with it, so each thread keeps its own: by thread id, not in a
+# threading.local, whose data Bytewax's threads lose each time they release the GIL
+# (dataflow/flow.py, `_WORKERS`). A thread id is reused only once its thread has ended.
+_COMPRESSORS: dict[int, zstandard.ZstdCompressor] = {}
+_DECOMPRESSORS: dict[int, zstandard.ZstdDecompressor] = {}
 
 
 def pack(value: object) -> bytes:
@@ -35,14 +40,16 @@ def unpack(blob: bytes) -> object:
 
 
 def _compressor() -> zstandard.ZstdCompressor:
-    compressor = getattr(_codecs, "compressor", None)
+    thread = threading.get_ident()
+    compressor = _COMPRESSORS.get(thread)
     if compressor is None:
-        compressor = _codecs.compressor = zstandard.ZstdCompressor(level=COMPRESSION_LEVEL)
+        compressor = _COMPRESSORS[thread] = zstandard.ZstdCompressor(level=COMPRESSION_LEVEL)
     return compressor
 
 
 def _decompressor() -> zstandard.ZstdDecompressor:
-    decompressor = getattr(_codecs, "decompressor", None)
+    thread = threading.get_ident()
+    decompressor = _DECOMPRESSORS.get(thread)
     if decompressor is None:
-        decompressor = _codecs.decompressor = zstandard.ZstdDecompressor()
+        decompressor = _DECOMPRESSORS[thread] = zstandard.ZstdDecompressor()
     return decompressor

@@ -6,9 +6,16 @@ import copyreg
 import hashlib
 import io
 import pickle
+import threading
 from collections import Counter
 from datetime import UTC, datetime
 
+import bytewax.operators as op
+import zstandard
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSource, cluster_main
+
+from dataflow.core import snapshots
 from dataflow.core.contributions import EntityFragment, FragmentRows, RelationFragment
 from dataflow.flow import _FragmentsLogicState
 
@@ -96,3 +103,28 @@ def test_a_hub_packs_to_a_fraction_of_its_rows():
 
     assert pickle.loads(pickle.dumps(state)) == state
     assert packed * 3 < rows, (packed, rows)
+
+
+def test_each_bytewax_worker_thread_keeps_one_compressor(monkeypatch):
+    """Bytewax's worker threads lose threading.local data at every activation, and a new
+    zstandard compressor costs 20 times the packing of a small state (snapshots.py)."""
+    made: list[int] = []
+    make = zstandard.ZstdCompressor
+
+    def counted(*args, **kwargs) -> zstandard.ZstdCompressor:
+        made.append(threading.get_ident())
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(snapshots.zstandard, "ZstdCompressor", counted)
+    threads: set[int] = set()
+
+    def packed(n: int) -> bytes:
+        threads.add(threading.get_ident())
+        return snapshots.pack(("state", n))
+
+    flow = Dataflow("packing")
+    stream = op.map("pack", op.input("in", flow, TestingSource(range(2_000), batch_size=5)), packed)
+    op.inspect("out", stream, lambda *_: None)
+    cluster_main(flow, [], 0, worker_count_per_proc=2)
+
+    assert threads and set(made) <= threads and len(made) <= len(threads), len(made)
