@@ -52,14 +52,16 @@ class WrittenPoints:
     def __init__(self) -> None:
         self._digests: dict[tuple[VectorKind, str], bytes] = {}
 
-    def changed(self, points: Iterable[VectorPoint]) -> list[VectorPoint]:
-        """The points whose last written form differs (or that were never written)."""
+    def changed(self, points: Iterable[VectorPoint]) -> list[tuple[VectorPoint, bytes]]:
+        """The points whose last written form differs (or that were never written), each
+        with its digest for `remember`."""
         last = self._digests
-        return [p for p in points if last.get((p.kind, p.key)) != _digest(p)]
+        digested = ((point, _digest(point)) for point in points)
+        return [(p, digest) for p, digest in digested if last.get((p.kind, p.key)) != digest]
 
-    def remember(self, points: Iterable[VectorPoint]) -> None:
-        for point in points:
-            self._digests[(point.kind, point.key)] = _digest(point)
+    def remember(self, written: Iterable[tuple[VectorPoint, bytes]]) -> None:
+        for point, digest in written:
+            self._digests[(point.kind, point.key)] = digest
 
     def forget(self, kind: VectorKind, keys: Iterable[str]) -> None:
         for key in keys:
@@ -95,10 +97,10 @@ class Stores:
         for kind, keys in deletes.items():
             self._written.forget(kind, keys)
             self.vectors.delete(kind, keys)
-        upserts = self._written.changed(write.vector_upserts)
-        if upserts:
-            self.vectors.upsert(upserts)
-            self._written.remember(upserts)
+        changed = self._written.changed(write.vector_upserts)
+        if changed:
+            self.vectors.upsert([point for point, _ in changed])
+            self._written.remember(changed)
         return self.graph.apply(write.graph)
 
     def revive(self) -> None:

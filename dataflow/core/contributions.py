@@ -146,8 +146,8 @@ class FragmentRows(Generic[F]):
         if not fragments:
             raise ValueError("FragmentRows.of needs at least one fragment")
         kind = type(next(iter(fragments.values())))
-        values = attrgetter(*_field_names(kind))
-        return FragmentRows(kind, {cid: values(f) for cid, f in fragments.items()})
+        row = _ROW[kind]
+        return FragmentRows(kind, {cid: row(f) for cid, f in fragments.items()})
 
     def restore(self) -> dict[str, F]:
         kind = self.kind
@@ -159,11 +159,14 @@ def _field_names(kind: type[EntityFragment] | type[RelationFragment]) -> tuple[s
 
 
 _FIELD_NAMES = {kind: _field_names(kind) for kind in (EntityFragment, RelationFragment)}
+_ROW = {kind: attrgetter(*names) for kind, names in _FIELD_NAMES.items()}
+"""A fragment's field values in field order (its row), by kind of fragment."""
 
 
 def _values(fragment: EntityFragment | RelationFragment) -> tuple[object, ...]:
-    """A fragment's field values in field order: its row."""
-    return tuple(map(fragment.__dict__.__getitem__, _FIELD_NAMES[type(fragment)]))
+    """A fragment's row."""
+    row: tuple[object, ...] = _ROW[type(fragment)](fragment)
+    return row
 
 
 def _build(kind: type[F], row: Iterable[object]) -> F:
