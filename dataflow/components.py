@@ -22,7 +22,7 @@ from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
-from dataflow.core.messages import EntityFragmentsChanged, FragmentsChanged, SourceEvent, Vector
+from dataflow.core.messages import Drafted, EntityDrafted, SourceEvent, Vector
 from dataflow.extraction_pool import ExtractionPool, ExtractMany
 
 logger = logging.getLogger("kgstream.indexer")
@@ -62,6 +62,10 @@ class Components:
     # for the offline extractor, which holds the GIL).
     extract_concurrency: int = 4
     coalesce_seconds: float = 0.0  # summarise a key at most once per this long (bursts)
+    # An entity or relation with at least this many fragments keeps running totals beside
+    # them (dataflow/core/tally.py), so its render costs what changed, not its size; below
+    # half of it, the totals are dropped again (they take about half the fragments' memory).
+    tally_over_fragments: int = 64
     # A large document is passed on from extraction in pieces of this many extracted chunks
     # (0: whole), each committed and shown as progress; finished documents wait for a batch
     # of this many chunks (or 1 s) while others are extracted.
@@ -99,20 +103,20 @@ class Components:
             raise
         return [tuple(vector) for vector in vectors]
 
-    def render_many(
-        self, states: Sequence[FragmentsChanged]
-    ) -> list[EntityRecord | RelationRecord | None]:
-        """Render states; concurrently when summaries may call an LLM."""
-        if self.render_concurrency <= 1 or len(states) <= 1:
-            return [self._render(state) for state in states]
+    def render_many(self, drafts: Sequence[Drafted]) -> list[EntityRecord | RelationRecord | None]:
+        """Render drafts; concurrently when summaries may call an LLM."""
+        if self.render_concurrency <= 1 or len(drafts) <= 1:
+            return [self._render(drafted) for drafted in drafts]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.render_concurrency, "kgstream-render")
-        return list(self._pool.map(self._render, states))
+        return list(self._pool.map(self._render, drafts))
 
-    def _render(self, state: FragmentsChanged) -> EntityRecord | RelationRecord | None:
-        if isinstance(state, EntityFragmentsChanged):
-            return self.renderer.entity(state.key, state.fragments or {})
-        return self.renderer.relation(state.pair, state.fragments or {})
+    def _render(self, drafted: Drafted) -> EntityRecord | RelationRecord | None:
+        if isinstance(drafted, EntityDrafted):
+            entity = drafted.draft
+            return self.renderer.entity_record(entity) if entity is not None else None
+        relation = drafted.draft
+        return self.renderer.relation_record(relation) if relation is not None else None
 
     def write(self, batch: CommitBatch, worker: int = 0) -> None:
         """Write `batch` (waiting out store outages) for Bytewax worker `worker`."""

@@ -58,14 +58,19 @@ from dataflow.core.commit import (
 )
 from dataflow.core.contributions import (
     ChunkContributions,
+    Draft,
     EntityContribution,
+    EntityDraft,
     EntityFragment,
     EntityRecord,
     FragmentRows,
     RelationContribution,
+    RelationDraft,
     RelationFragment,
     RelationPair,
     RelationRecord,
+    entity_draft,
+    relation_draft,
 )
 from dataflow.core.messages import (
     Ack,
@@ -74,10 +79,10 @@ from dataflow.core.messages import (
     ChunkTask,
     DocumentCommitInput,
     DocumentPending,
-    EntityFragmentsChanged,
+    Drafted,
+    EntityDrafted,
     EntityRendered,
-    FragmentsChanged,
-    RelationFragmentsChanged,
+    RelationDrafted,
     RelationRendered,
     SourceEvent,
     TaggedDelta,
@@ -97,11 +102,13 @@ from dataflow.core.steps import (
     update_document,
     update_fragments,
 )
+from dataflow.core.tally import EntityTally, FragmentTally, RelationTally
 from dataflow.extraction_pool import Extracted, ExtractionPool, GatedSource
 
 K = TypeVar("K")
 F = TypeVar("F", EntityFragment, RelationFragment)
-Out = TypeVar("Out", EntityFragmentsChanged, RelationFragmentsChanged)
+D = TypeVar("D", EntityDraft, RelationDraft)
+Out = TypeVar("Out", EntityDrafted, RelationDrafted)
 Rendered = EntityRendered | RelationRendered
 
 
@@ -155,25 +162,25 @@ def build_flow(
         "key_relation", delta_split.falses, _route_key
     )
     delay = timedelta(seconds=components.coalesce_seconds)
-    renderer = components.renderer
-    entities: Stream[EntityFragmentsChanged] = op.key_rm(
+    summary_due, tally_over = components.renderer.summary_due, components.tally_over_fragments
+    entities: Stream[EntityDrafted] = op.key_rm(
         "unkey_entity",
         op.stateful_batch(
             "entity",
             by_entity,
-            lambda resume: _EntityLogic(resume, delay, renderer.entity_summary_due),
+            lambda resume: _EntityLogic(resume, delay, summary_due, tally_over),
         ),
     )
-    relations: Stream[RelationFragmentsChanged] = op.key_rm(
+    relations: Stream[RelationDrafted] = op.key_rm(
         "unkey_relation",
         op.stateful_batch(
             "relation",
             by_relation,
-            lambda resume: _RelationLogic(resume, delay, renderer.relation_summary_due),
+            lambda resume: _RelationLogic(resume, delay, summary_due, tally_over),
         ),
     )
-    changed: Stream[FragmentsChanged] = op.merge("states", entities, relations)
-    rendered: Stream[Rendered] = op.flat_map_batch("render", changed, _render_step(components))
+    drafted: Stream[Drafted] = op.merge("states", entities, relations)
+    rendered: Stream[Rendered] = op.flat_map_batch("render", drafted, _render_step(components))
     written: Stream[Ack] = op.flat_map_batch(
         "write_records", rendered, _write_records_step(components)
     )
@@ -430,6 +437,9 @@ class _FragmentsLogicState(Generic[K, F]):
     acks: AckCounts = field(default_factory=Counter)
     due: datetime | None = None  # when the coalesced render is released
     released: datetime | None = None  # when the key's last render was released
+    # Running totals of `fragments` for a key with many (`_FragmentsLogic`). Never pickled:
+    # built again from the fragments when a resumed key is next touched.
+    tally: FragmentTally[F] | None = field(default=None, compare=False, repr=False)
 
     def __reduce__(self) -> tuple[Callable[[bytes], _FragmentsLogicState[Any, Any]], tuple[bytes]]:
         """Pickled as one packed blob (dataflow/core/snapshots.py), the fragments as rows
@@ -468,14 +478,19 @@ _PackedFragmentsState = tuple[
 ]
 
 
-def _never(fragments: object) -> bool:
+def _never(draft: Draft | None) -> bool:
     return False
 
 
 class _FragmentsLogic(
-    StatefulBatchLogic[TaggedDelta, Out, _FragmentsLogicState[K, F]], Generic[K, F, Out]
+    StatefulBatchLogic[TaggedDelta, Out, _FragmentsLogicState[K, F]], Generic[K, F, D, Out]
 ):
-    """Folds a key's deltas and emits its fragments (with acknowledgements) for rendering.
+    """Folds a key's deltas and emits its draft (with acknowledgements) for rendering.
+
+    The draft is made from the fragments, or, for a key with at least `tally_over` of them,
+    from running totals kept beside them (`FragmentTally`), which cost what a fold changes
+    rather than the key's size. They are made when a key reaches `tally_over` fragments, and
+    dropped when it falls under half of that.
 
     Without delay, once per batch. With a delay (an LLM summarises descriptions), a key
     whose render is due a summary call (`summary_due`) is rendered at most once per `delay`:
@@ -489,19 +504,23 @@ class _FragmentsLogic(
         self,
         resume: _FragmentsLogicState[K, F] | None,
         delay: timedelta,
-        summary_due: Callable[[dict[str, F] | None], bool] | None = None,
+        summary_due: Callable[[Draft | None], bool] | None = None,
+        tally_over: int = 64,
     ) -> None:
         self.state: _FragmentsLogicState[K, F] = resume or _FragmentsLogicState()
         self.delay = delay
-        self.summary_due: Callable[[dict[str, F] | None], bool] = summary_due or _never
+        self.summary_due: Callable[[Draft | None], bool] = summary_due or _never
+        self.tally_over = tally_over
 
     def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
         updates = [self.update(tagged.delta) for tagged in values]
         count_deltas(self.state.acks, values)
         self.state.key = updates[0][0]
-        folded = ((contribution_id, fragment) for _, contribution_id, fragment in updates)
-        self.state.fragments = update_fragments(self.state.fragments, folded)
-        if not self.delay or not self.summary_due(self.state.fragments):
+        folded = [(contribution_id, fragment) for _, contribution_id, fragment in updates]
+        before = self.state.fragments
+        self.state.fragments = update_fragments(before, folded)
+        self._keep_tally(before, folded)
+        if not self.delay or not self.summary_due(self._draft()):
             return self._release()
         if self.state.due is None:
             now, last = datetime.now(UTC), self.state.released
@@ -525,17 +544,47 @@ class _FragmentsLogic(
         key = self.state.key
         if key is None:
             raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
-        emitted = self.emit(key, self.state.fragments, release_acks(self.state.acks))
+        emitted = self.emit(key, self._draft(), release_acks(self.state.acks))
         self.state.acks, self.state.due = Counter(), None
         if self.delay:  # read only to hold a render (on_batch); no clock on the hot path
             self.state.released = datetime.now(UTC)
         return [emitted], self.state.fragments is None
 
+    def _keep_tally(self, before: dict[str, F] | None, folded: list[tuple[str, F | None]]) -> None:
+        """Bring the key's running totals up to date with `folded` (just folded into `before`),
+        making or dropping them as the key's size crosses `tally_over` or half of it."""
+        state = self.state
+        size = len(state.fragments) if state.fragments else 0
+        if state.tally is not None:
+            if size and size * 2 >= self.tally_over:
+                state.tally.fold(before, folded)
+            else:
+                state.tally = None
+        elif size and size >= self.tally_over:
+            state.tally = self.new_tally(state.fragments or {})
+
+    def _draft(self) -> D | None:
+        state = self.state
+        if state.key is None or not state.fragments:
+            return None
+        if state.tally is not None:
+            return self.tally_draft(state.key, state.tally)
+        return self.draft(state.key, state.fragments)
+
     def update(self, delta: ContributionDelta) -> tuple[K, str, F | None]:
         """(key, contribution id, fragment or None for a retraction) of one delta."""
         raise NotImplementedError
 
-    def emit(self, key: K, fragments: dict[str, F] | None, acks: tuple[Ack, ...]) -> Out:
+    def new_tally(self, fragments: dict[str, F]) -> FragmentTally[F]:
+        raise NotImplementedError
+
+    def draft(self, key: K, fragments: dict[str, F]) -> D | None:
+        raise NotImplementedError
+
+    def tally_draft(self, key: K, tally: FragmentTally[F]) -> D | None:
+        raise NotImplementedError
+
+    def emit(self, key: K, draft: D | None, acks: tuple[Ack, ...]) -> Out:
         raise NotImplementedError
 
     def snapshot(self) -> _FragmentsLogicState[K, F]:
@@ -547,7 +596,7 @@ class _FragmentsLogic(
         )
 
 
-class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityFragmentsChanged]):
+class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityDraft, EntityDrafted]):
     def update(self, delta: ContributionDelta) -> tuple[str, str, EntityFragment | None]:
         contribution = delta.contribution
         if not isinstance(contribution, EntityContribution):
@@ -555,13 +604,22 @@ class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityFragmentsChanged])
         fragment = None if delta.retracted else contribution.fragment
         return contribution.key, contribution.contribution_id, fragment
 
-    def emit(
-        self, key: str, fragments: dict[str, EntityFragment] | None, acks: tuple[Ack, ...]
-    ) -> EntityFragmentsChanged:
-        return EntityFragmentsChanged(key, fragments, acks)
+    def new_tally(self, fragments: dict[str, EntityFragment]) -> EntityTally:
+        return EntityTally(fragments.values())
+
+    def draft(self, key: str, fragments: dict[str, EntityFragment]) -> EntityDraft | None:
+        return entity_draft(key, fragments)
+
+    def tally_draft(self, key: str, tally: FragmentTally[EntityFragment]) -> EntityDraft | None:
+        return cast(EntityTally, tally).draft(key)
+
+    def emit(self, key: str, draft: EntityDraft | None, acks: tuple[Ack, ...]) -> EntityDrafted:
+        return EntityDrafted(key, draft, acks)
 
 
-class _RelationLogic(_FragmentsLogic[RelationPair, RelationFragment, RelationFragmentsChanged]):
+class _RelationLogic(
+    _FragmentsLogic[RelationPair, RelationFragment, RelationDraft, RelationDrafted]
+):
     def update(self, delta: ContributionDelta) -> tuple[RelationPair, str, RelationFragment | None]:
         contribution = delta.contribution
         if not isinstance(contribution, RelationContribution):
@@ -569,13 +627,23 @@ class _RelationLogic(_FragmentsLogic[RelationPair, RelationFragment, RelationFra
         fragment = None if delta.retracted else contribution.fragment
         return contribution.key, contribution.contribution_id, fragment
 
+    def new_tally(self, fragments: dict[str, RelationFragment]) -> RelationTally:
+        return RelationTally(fragments.values())
+
+    def draft(
+        self, key: RelationPair, fragments: dict[str, RelationFragment]
+    ) -> RelationDraft | None:
+        return relation_draft(key, fragments)
+
+    def tally_draft(
+        self, key: RelationPair, tally: FragmentTally[RelationFragment]
+    ) -> RelationDraft | None:
+        return cast(RelationTally, tally).draft(key)
+
     def emit(
-        self,
-        key: RelationPair,
-        fragments: dict[str, RelationFragment] | None,
-        acks: tuple[Ack, ...],
-    ) -> RelationFragmentsChanged:
-        return RelationFragmentsChanged(key, fragments, acks)
+        self, key: RelationPair, draft: RelationDraft | None, acks: tuple[Ack, ...]
+    ) -> RelationDrafted:
+        return RelationDrafted(key, draft, acks)
 
 
 # -- render (batch) -----------------------------------------------------------
@@ -583,15 +651,15 @@ class _RelationLogic(_FragmentsLogic[RelationPair, RelationFragment, RelationFra
 
 def _render_step(
     components: Components,
-) -> Callable[[list[FragmentsChanged]], list[Rendered]]:
-    def step(changed: list[FragmentsChanged]) -> list[Rendered]:
-        records = components.render_many(changed)
+) -> Callable[[list[Drafted]], list[Rendered]]:
+    def step(drafted: list[Drafted]) -> list[Rendered]:
+        records = components.render_many(drafted)
         texts = [r.embedding_text for r in records if r is not None]
         vectors = iter(components.embed(texts))
         out: list[Rendered] = []
-        for item, record in zip(changed, records, strict=True):
+        for item, record in zip(drafted, records, strict=True):
             vector = next(vectors) if record is not None else None
-            if isinstance(item, EntityFragmentsChanged):
+            if isinstance(item, EntityDrafted):
                 entity = cast(EntityRecord | None, record)
                 out.append(EntityRendered(item.key, entity, vector, item.acks))
             else:

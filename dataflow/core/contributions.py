@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import chain
 from operator import attrgetter
@@ -360,8 +360,81 @@ def _ordered_descriptions(fragments: Iterable[EntityFragment | RelationFragment]
 
 
 @dataclass(frozen=True)
+class EntityDraft:
+    """An entity's record but for its description: what the record is made of. `entity_draft`
+    makes it from the live fragments; an `EntityTally` (dataflow/core/tally.py) keeps one up
+    to date fragment by fragment, for a hub."""
+
+    key: str
+    name: str
+    type: str
+    descriptions: tuple[str, ...]
+    """Distinct descriptions, most supported first (`_ordered_descriptions`)."""
+    source_chunk_ids: tuple[str, ...]
+    file_paths: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RelationDraft:
+    """A relation's record but for its description (as `EntityDraft`)."""
+
+    pair: RelationPair
+    source_name: str
+    target_name: str
+    keywords: tuple[str, ...]
+    descriptions: tuple[str, ...]
+    weight: float
+    source_chunk_ids: tuple[str, ...]
+    file_paths: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+
+
+Draft = EntityDraft | RelationDraft
+
+
+def entity_draft(key: str, state: EntityState) -> EntityDraft | None:
+    """The entity's draft from its fragments, or None when nothing contributes to it any more."""
+    if not state:
+        return None
+    # map and attrgetter rather than comprehensions: these loops run in C
+    fragments = list(state.values())
+    typed = [f for f in fragments if f.type is not None]
+    return EntityDraft(
+        key=key,
+        name=_vote(map(_NAME, fragments)) or key,
+        type=_vote(map(_TYPE, typed)) or UNKNOWN_TYPE,
+        descriptions=tuple(_entity_descriptions(fragments, typed)),
+        source_chunk_ids=_sorted_set(map(_CHUNK_ID, fragments)),
+        file_paths=_sorted_set(map(_FILE_PATH, fragments), without=""),
+        doc_ids=_sorted_set(map(_DOC_ID, fragments)),
+        aliases=_sorted_set(chain.from_iterable(map(_ALIASES, fragments)), without=key),
+    )
+
+
+def relation_draft(pair: RelationPair, state: RelationState) -> RelationDraft | None:
+    """The relation's draft from its fragments, or None when no chunk supports it any more."""
+    if not state:
+        return None
+    fragments = list(state.values())
+    return RelationDraft(
+        pair=pair,
+        source_name=_vote(map(_SOURCE_NAME, fragments)) or pair[0],
+        target_name=_vote(map(_TARGET_NAME, fragments)) or pair[1],
+        keywords=_sorted_set(chain.from_iterable(map(_KEYWORDS, fragments))),
+        descriptions=tuple(_ordered_descriptions(fragments)),
+        weight=math.fsum(map(_STRENGTH, fragments)),
+        source_chunk_ids=_sorted_set(map(_CHUNK_ID, fragments)),
+        file_paths=_sorted_set(map(_FILE_PATH, fragments), without=""),
+        doc_ids=_sorted_set(map(_DOC_ID, fragments)),
+    )
+
+
+@dataclass(frozen=True)
 class Renderer:
-    """Renders records from states. `summarize` None means the extractive summary."""
+    """Renders records from states, or from drafts: a draft's descriptions become one
+    description (joined, or summarised). `summarize` None means the extractive summary."""
 
     count_tokens: Callable[[str], int]
     options: RenderOptions = RenderOptions()
@@ -369,72 +442,61 @@ class Renderer:
 
     def entity(self, key: str, state: EntityState) -> EntityRecord | None:
         """The entity's record, or None when nothing contributes to it any more."""
-        if not state:
-            return None
-        # map and attrgetter rather than comprehensions: a hub has tens of thousands of
-        # fragments, and these loops run in C
-        fragments = list(state.values())
-        typed = [f for f in fragments if f.type is not None]
-        name = _vote(map(_NAME, fragments)) or key
-        return EntityRecord(
-            key=key,
-            name=name,
-            type=_vote(map(_TYPE, typed)) or UNKNOWN_TYPE,
-            description=self._describe("entity", name, _entity_descriptions(fragments, typed)),
-            source_chunk_ids=_sorted_set(map(_CHUNK_ID, fragments)),
-            file_paths=_sorted_set(map(_FILE_PATH, fragments), without=""),
-            doc_ids=_sorted_set(map(_DOC_ID, fragments)),
-            aliases=_sorted_set(chain.from_iterable(map(_ALIASES, fragments)), without=key),
-        )
+        draft = entity_draft(key, state)
+        return self.entity_record(draft) if draft is not None else None
 
     def relation(self, pair: RelationPair, state: RelationState) -> RelationRecord | None:
         """The relation's record, or None when no chunk supports it any more."""
-        if not state:
-            return None
-        fragments = list(state.values())
-        source_name = _vote(map(_SOURCE_NAME, fragments)) or pair[0]
-        target_name = _vote(map(_TARGET_NAME, fragments)) or pair[1]
-        keywords = _sorted_set(chain.from_iterable(map(_KEYWORDS, fragments)))
-        return RelationRecord(
-            source=pair[0],
-            target=pair[1],
-            source_name=source_name,
-            target_name=target_name,
-            keywords=keywords,
-            description=self._describe(
-                "relation", f"{source_name} - {target_name}", _ordered_descriptions(fragments)
-            ),
-            weight=math.fsum(map(_STRENGTH, fragments)),
-            source_chunk_ids=_sorted_set(map(_CHUNK_ID, fragments)),
-            file_paths=_sorted_set(map(_FILE_PATH, fragments), without=""),
-            doc_ids=_sorted_set(map(_DOC_ID, fragments)),
+        draft = relation_draft(pair, state)
+        return self.relation_record(draft) if draft is not None else None
+
+    def entity_record(self, draft: EntityDraft) -> EntityRecord:
+        return EntityRecord(
+            key=draft.key,
+            name=draft.name,
+            type=draft.type,
+            description=self._describe("entity", draft.name, draft.descriptions),
+            source_chunk_ids=draft.source_chunk_ids,
+            file_paths=draft.file_paths,
+            doc_ids=draft.doc_ids,
+            aliases=draft.aliases,
         )
 
-    def entity_summary_due(self, state: EntityState | None) -> bool:
-        """Whether rendering `state` asks `summarize` (an LLM) for a summary."""
-        if self.summarize is None or not state:
-            return False
-        return self._summary_due(_entity_descriptions(list(state.values())))
+    def relation_record(self, draft: RelationDraft) -> RelationRecord:
+        source, target = draft.pair
+        name = f"{draft.source_name} - {draft.target_name}"
+        return RelationRecord(
+            source=source,
+            target=target,
+            source_name=draft.source_name,
+            target_name=draft.target_name,
+            keywords=draft.keywords,
+            description=self._describe("relation", name, draft.descriptions),
+            weight=draft.weight,
+            source_chunk_ids=draft.source_chunk_ids,
+            file_paths=draft.file_paths,
+            doc_ids=draft.doc_ids,
+        )
 
-    def relation_summary_due(self, state: RelationState | None) -> bool:
-        """Whether rendering `state` asks `summarize` (an LLM) for a summary."""
-        if self.summarize is None or not state:
+    def summary_due(self, draft: Draft | None) -> bool:
+        """Whether rendering `draft` asks `summarize` (an LLM) for a summary."""
+        if self.summarize is None or draft is None:
             return False
-        return self._summary_due(_ordered_descriptions(list(state.values())))
+        return self._summary_due(draft.descriptions)
 
-    def _summary_due(self, descriptions: list[str]) -> bool:
+    def _summary_due(self, descriptions: Sequence[str]) -> bool:
         return (
             len(descriptions) > self.options.summarize_over_fragments
             or self.count_tokens("\n".join(descriptions)) > self.options.summarize_over_tokens
         )
 
-    def _describe(self, kind: str, name: str, descriptions: list[str]) -> str:
+    def _describe(self, kind: str, name: str, descriptions: tuple[str, ...]) -> str:
         if not self._summary_due(descriptions):
             return "\n".join(descriptions)
         request = SummaryRequest(
             kind=kind,
             name=name,
-            descriptions=tuple(descriptions),
+            descriptions=descriptions,
             max_tokens=self.options.summary_max_tokens,
         )
         if self.summarize is not None:

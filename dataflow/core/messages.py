@@ -11,14 +11,13 @@ data without Bytewax, so sources (connectors/) and the core share them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import (
-    EntityFragment,
+    EntityDraft,
     EntityRecord,
-    RelationFragment,
+    RelationDraft,
     RelationPair,
     RelationRecord,
 )
@@ -147,27 +146,27 @@ class ChunkSettled:
 
 
 @dataclass(frozen=True)
-class EntityFragmentsChanged:
-    """An entity's fragments after the entity step applied some deltas (None: none left).
+class EntityDrafted:
+    """An entity's draft after the entity step applied some deltas (None: nothing is left).
 
     `acks` says which deltas are folded in; the render step passes them on.
     """
 
     key: str
-    fragments: Mapping[str, EntityFragment] | None
+    draft: EntityDraft | None
     acks: tuple[Ack, ...]
 
 
 @dataclass(frozen=True)
-class RelationFragmentsChanged:
-    """A relation's fragments after the relation step applied some deltas (None: none left)."""
+class RelationDrafted:
+    """A relation's draft after the relation step applied some deltas (None: nothing is left)."""
 
     pair: RelationPair
-    fragments: Mapping[str, RelationFragment] | None
+    draft: RelationDraft | None
     acks: tuple[Ack, ...]
 
 
-FragmentsChanged = EntityFragmentsChanged | RelationFragmentsChanged
+Drafted = EntityDrafted | RelationDrafted
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,90 @@
+"""The entity and relation steps (dataflow/flow.py) draft a key with many fragments from running
+totals (dataflow/core/tally.py), kept from `tally_over` fragments on and dropped under half of
+it, and every draft they emit equals the draft of their fragments."""
+
+import pickle
+from datetime import timedelta
+
+from dataflow.core.contributions import (
+    EntityContribution,
+    EntityFragment,
+    RelationContribution,
+    RelationFragment,
+    entity_draft,
+    relation_draft,
+)
+from dataflow.core.messages import TaggedDelta, Ticket
+from dataflow.core.steps import ContributionDelta
+from dataflow.core.tally import EntityTally, RelationTally
+from dataflow.flow import _EntityLogic, _RelationLogic
+
+TICKET = Ticket("a.md", "t1")
+
+
+def said(n: int, text: str = "a mathematician") -> EntityFragment:
+    return EntityFragment("Ada", "person", text, f"c{n}", f"doc{n}.md", f"doc{n}.md")
+
+
+def entity_delta(n: int, fragment: EntityFragment | None = None) -> TaggedDelta:
+    """Chunk `n`'s fragment of "ada" added (`fragment`), or retracted (None)."""
+    contribution = EntityContribution("ada", f"c{n}", fragment or said(n))
+    retracted = fragment is None
+    return TaggedDelta(TICKET, f"c{n}", ContributionDelta(contribution, retracted))
+
+
+def emitted(logic, batch):
+    out, _ = logic.on_batch(batch)
+    [drafted] = out
+    return drafted.draft
+
+
+def test_a_key_keeps_running_totals_from_the_threshold_and_drops_them_under_half():
+    logic = _EntityLogic(None, timedelta(0), tally_over=8)
+    draft = emitted(logic, [entity_delta(n, said(n)) for n in range(7)])
+    assert logic.state.tally is None
+    assert draft == entity_draft("ada", logic.state.fragments)
+
+    draft = emitted(logic, [entity_delta(7, said(7, "a writer"))])
+    assert isinstance(logic.state.tally, EntityTally)
+    assert draft == entity_draft("ada", logic.state.fragments)
+    tally = logic.state.tally
+
+    # Kept and updated while the key has at least half the threshold: the same totals
+    draft = emitted(logic, [entity_delta(0), entity_delta(1), entity_delta(2, said(2, "b"))])
+    assert logic.state.tally is tally
+    assert draft == entity_draft("ada", logic.state.fragments)
+    assert draft.descriptions == ("a mathematician", "b", "a writer")  # ties: by path
+    assert draft.source_chunk_ids == tuple(f"c{n}" for n in range(2, 8))
+
+    draft = emitted(logic, [entity_delta(n) for n in range(2, 5)])
+    assert logic.state.tally is None  # 3 fragments left, under half of 8
+    assert draft == entity_draft("ada", logic.state.fragments)
+
+    out, discard = logic.on_batch([entity_delta(n) for n in range(5, 8)])
+    assert [d.draft for d in out] == [None] and discard
+
+
+def test_a_resumed_key_builds_its_totals_again_when_next_touched():
+    logic = _EntityLogic(None, timedelta(0), tally_over=4)
+    emitted(logic, [entity_delta(n, said(n)) for n in range(6)])
+    resumed = pickle.loads(pickle.dumps(logic.snapshot()))
+    assert resumed.tally is None  # never pickled
+
+    logic = _EntityLogic(resumed, timedelta(0), tally_over=4)
+    draft = emitted(logic, [entity_delta(0), entity_delta(9, said(9, "a writer"))])
+    assert isinstance(logic.state.tally, EntityTally)
+    assert draft == entity_draft("ada", logic.state.fragments)
+
+
+def test_a_relation_keeps_running_totals_too():
+    def delta(n: int, strength: float, retracted: bool = False) -> TaggedDelta:
+        fragment = RelationFragment("Ada", "Bob", ("met",), "met", strength, f"c{n}", "a", "a")
+        contribution = RelationContribution(("ada", "bob"), f"c{n}", fragment)
+        return TaggedDelta(TICKET, f"c{n}", ContributionDelta(contribution, retracted))
+
+    logic = _RelationLogic(None, timedelta(0), tally_over=2)
+    draft = emitted(logic, [delta(1, 1e16), delta(2, 1.0)])
+    assert isinstance(logic.state.tally, RelationTally)
+    draft = emitted(logic, [delta(1, 1e16, retracted=True)])
+    assert draft == relation_draft(("ada", "bob"), logic.state.fragments)
+    assert draft.weight == 1.0
