@@ -109,6 +109,7 @@ class Stores:
         (`redis_url`, `qdrant_url`) are waited for instead (`OutageWait`)."""
         if self._embedded_redis is not None and not self._embedded_redis.is_running():
             self._embedded_redis.start()
+            self.graph.forget_written()  # records are written whole again (`WrittenLists`)
 
     def close(self) -> None:
         self.vectors.close()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from redis.client import Pipeline
@@ -50,13 +51,16 @@ from connectors.redis.records import (
     dump_list,
     entity_fields,
     entity_from,
+    entity_lists,
     latest_documents,
     load_list,
     relation_fields,
     relation_from,
+    relation_lists,
     status_moves,
 )
 from connectors.redis.slot_writes import apply_to_cluster
+from connectors.redis.written_lists import ListPlan, WrittenLists
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
@@ -172,6 +176,7 @@ class GraphStore:
         self._client = client
         self._cluster = client if isinstance(client, RedisCluster) else None
         self.keys = KeyLayout(workspace)
+        self._written = WrittenLists()
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
@@ -220,8 +225,30 @@ class GraphStore:
         check_batch(batch)
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
+        lists = self._written.plan(
+            chain(
+                ((keys.entity(e.key), entity_lists(e)) for e in batch.entity_upserts),
+                ((keys.relation(r.pair), relation_lists(r)) for r in batch.relation_upserts),
+            )
+        )
+        deleted = chain(
+            (keys.entity(key) for key in batch.entity_deletes),
+            (keys.relation(relation_pair(*pair)) for pair in batch.relation_deletes),
+        )
         if self._cluster is not None:
-            return apply_to_cluster(self._cluster, keys, batch, stamp)
+            version = apply_to_cluster(self._cluster, keys, batch, stamp, lists)
+        else:
+            version = self._apply_to_node(batch, stamp, lists)
+        self._written.written(lists, deleted)
+        return version
+
+    def forget_written(self) -> None:
+        """Write every record whole from now on, until written again (`WrittenLists`): for a
+        server that may have lost its last writes."""
+        self._written.clear()
+
+    def _apply_to_node(self, batch: GraphBatch, stamp: str, lists: ListPlan) -> int:
+        keys = self.keys
         pipe = self._client.pipeline(transaction=True)
         if batch.withdrawn_documents:
             withdrawn = batch.withdrawn_documents
@@ -250,12 +277,14 @@ class GraphStore:
             for status in DocumentStatus:
                 pipe.zrem(keys.status(status), *batch.document_deletes)
         for relation in batch.relation_upserts:
-            pipe.hset(keys.relation(relation.pair), mapping=relation_fields(relation))
+            key = keys.relation(relation.pair)
+            pipe.hset(key, mapping=relation_fields(relation, lists.fields_left_out(key)))
         added_pairs = [relation.pair for relation in batch.relation_upserts]
         for adjacency, members in keys.adjacency_changes(added_pairs).items():
             pipe.sadd(adjacency, *members)
         for entity in batch.entity_upserts:
-            pipe.hset(keys.entity(entity.key), mapping=entity_fields(entity))
+            key = keys.entity(entity.key)
+            pipe.hset(key, mapping=entity_fields(entity, lists.fields_left_out(key)))
         for chunk in batch.chunk_upserts:
             pipe.hset(keys.chunk(chunk.chunk_id), mapping=chunk_fields(chunk))
         documents = latest_documents(batch)

@@ -7,7 +7,7 @@ arrays; floats are stored as `repr` so they read back exactly.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,17 +92,26 @@ def load_list(text: str) -> tuple[str, ...]:
 # -- record <-> hash ---------------------------------------------------------
 
 
-def entity_fields(record: EntityRecord) -> HashFields:
+def entity_lists(record: EntityRecord) -> dict[str, tuple[str, ...]]:
+    """The record's list fields, by field name."""
     return {
+        "source_chunk_ids": record.source_chunk_ids,
+        "file_paths": record.file_paths,
+        "doc_ids": record.doc_ids,
+        "aliases": record.aliases,
+    }
+
+
+def entity_fields(record: EntityRecord, leave_out: Collection[str] = ()) -> HashFields:
+    """The record's hash fields, without the list fields named in `leave_out` (the store
+    has them already: connectors/redis/written_lists.py)."""
+    fields: HashFields = {
         "key": record.key,
         "name": record.name,
         "type": record.type,
         "description": record.description,
-        "source_chunk_ids": dump_list(record.source_chunk_ids),
-        "file_paths": dump_list(record.file_paths),
-        "doc_ids": dump_list(record.doc_ids),
-        "aliases": dump_list(record.aliases),
     }
+    return _with_lists(fields, entity_lists(record), leave_out)
 
 
 def entity_from(fields: dict[str, str]) -> EntityRecord:
@@ -118,19 +127,36 @@ def entity_from(fields: dict[str, str]) -> EntityRecord:
     )
 
 
-def relation_fields(record: RelationRecord) -> HashFields:
+def relation_lists(record: RelationRecord) -> dict[str, tuple[str, ...]]:
+    """The record's list fields, by field name."""
     return {
+        "keywords": record.keywords,
+        "source_chunk_ids": record.source_chunk_ids,
+        "file_paths": record.file_paths,
+        "doc_ids": record.doc_ids,
+    }
+
+
+def relation_fields(record: RelationRecord, leave_out: Collection[str] = ()) -> HashFields:
+    """The record's hash fields, without the list fields named in `leave_out`."""
+    fields: HashFields = {
         "source": record.source,
         "target": record.target,
         "source_name": record.source_name,
         "target_name": record.target_name,
-        "keywords": dump_list(record.keywords),
         "description": record.description,
         "weight": repr(float(record.weight)),
-        "source_chunk_ids": dump_list(record.source_chunk_ids),
-        "file_paths": dump_list(record.file_paths),
-        "doc_ids": dump_list(record.doc_ids),
     }
+    return _with_lists(fields, relation_lists(record), leave_out)
+
+
+def _with_lists(
+    fields: HashFields, lists: dict[str, tuple[str, ...]], leave_out: Collection[str]
+) -> HashFields:
+    for name, values in lists.items():
+        if name not in leave_out:
+            fields[name] = dump_list(values)
+    return fields
 
 
 def relation_from(fields: dict[str, str]) -> RelationRecord:

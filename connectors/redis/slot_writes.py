@@ -50,6 +50,7 @@ from connectors.redis.records import (
     relation_fields,
     status_moves,
 )
+from connectors.redis.written_lists import ListPlan
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
 
@@ -143,7 +144,7 @@ def read_state(client: RedisCluster, keys: KeyLayout, batch: GraphBatch) -> Stor
 
 
 def plan_phases(
-    keys: KeyLayout, batch: GraphBatch, stored: StoredState, stamp: str
+    keys: KeyLayout, batch: GraphBatch, stored: StoredState, stamp: str, lists: ListPlan
 ) -> list[SlotWrites]:
     """The batch as phases 1-5 of the module docstring (the version's INCR is the caller's)."""
     withdraw, prepare, entities, relations, documents = (SlotWrites() for _ in range(5))
@@ -173,12 +174,14 @@ def plan_phases(
         prepare.add("DEL", keys.chunk(chunk_id))
 
     for entity in batch.entity_upserts:
-        entities.add_hash(keys.entity(entity.key), entity_fields(entity))
+        key = keys.entity(entity.key)
+        entities.add_hash(key, entity_fields(entity, lists.fields_left_out(key)))
     for key in batch.entity_deletes:
         entities.add("DEL", keys.entity(key))
 
     for relation in batch.relation_upserts:
-        relations.add_hash(keys.relation(relation.pair), relation_fields(relation))
+        key = keys.relation(relation.pair)
+        relations.add_hash(key, relation_fields(relation, lists.fields_left_out(key)))
     added_pairs = [relation.pair for relation in batch.relation_upserts]
     for adjacency, members in keys.adjacency_changes(added_pairs).items():
         relations.add_each("SADD", adjacency, members)
@@ -198,10 +201,13 @@ def plan_phases(
     return [withdraw, prepare, entities, relations, documents]
 
 
-def apply_to_cluster(client: RedisCluster, keys: KeyLayout, batch: GraphBatch, stamp: str) -> int:
-    """Write `batch` phase by phase, then advance the version; returns the new version."""
+def apply_to_cluster(
+    client: RedisCluster, keys: KeyLayout, batch: GraphBatch, stamp: str, lists: ListPlan
+) -> int:
+    """Write `batch` phase by phase (records leaving out the lists `lists` says the store
+    has), then advance the version; returns the new version."""
     stored = read_state(client, keys, batch)
-    for phase in plan_phases(keys, batch, stored, stamp):
+    for phase in plan_phases(keys, batch, stored, stamp, lists):
         if phase:
             run_phase(client, phase)
     return int(client.incr(keys.version))

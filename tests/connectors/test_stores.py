@@ -3,17 +3,23 @@ written again unchanged is skipped, a changed or deleted one is written, and a w
 failed is written again."""
 
 import itertools
+import os
+import signal
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
+from connectors.redis.written_lists import LONG
 from connectors.stores import Stores
 from connectors.vectors.base import VectorKind, VectorPoint
 from connectors.vectors.edge import EdgeVectorStore
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord
+from tests.kgstream.processes import wait_until
 
 _workspaces = itertools.count()
 
@@ -98,3 +104,27 @@ def test_a_point_whose_write_failed_is_written_when_the_write_is_tried_again(sto
 
     assert stores.vectors.upserted == ["ada"]
     assert "ada" in stores.vectors.get(VectorKind.ENTITY, ["ada"])
+
+
+def test_a_revived_embedded_server_gets_every_record_whole_again(tmp_path: Path):
+    """`Stores.revive` restarts a killed embedded redis-server and forgets which lists it
+    wrote (connectors/redis/written_lists.py), so the next write of a record sends them all."""
+    server = EmbeddedRedis(tmp_path / "redis").start()
+    graph = GraphStore.from_url(server.url, "revived")
+    vectors = EdgeVectorStore(tmp_path / "vectors", graph.workspace)
+    vectors.ensure_collections("test-space", 384)
+    docs = tuple(f"docs/{n:03}.md" for n in range(LONG))
+    hub = replace(entity("ada", "Ada wrote the notes.", docs), file_paths=docs, doc_ids=docs)
+    with Stores(graph, vectors, server) as stores:
+        stores.write(CommitBatch(entity_upserts=(hub,)))
+        graph.client.hset(graph.keys.entity("ada"), "doc_ids", '["tampered"]')
+        stores.write(CommitBatch(entity_upserts=(hub,)))
+        assert graph.get_entities(["ada"])["ada"].doc_ids == ("tampered",)  # left out
+
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+        wait_until(lambda: not server.is_running(), 10, "redis-server to die")
+        stores.revive()
+        graph.client.hset(graph.keys.entity("ada"), "doc_ids", '["tampered"]')
+        stores.write(CommitBatch(entity_upserts=(hub,)))
+        assert graph.get_entities(["ada"])["ada"] == hub

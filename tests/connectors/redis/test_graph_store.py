@@ -384,6 +384,81 @@ def test_invalid_batches_are_rejected_before_anything_is_written(store: GraphSto
     assert store.get_entities(["a"]) == {}
 
 
+# -- lists written again (connectors/redis/written_lists.py) ------------------
+
+
+def hub(chunks: int, docs: int, key: str = "ada") -> EntityRecord:
+    """An entity cited by `chunks` chunks of `docs` documents (lists of at least LONG)."""
+    doc_ids = tuple(f"docs/{n:04}.md" for n in range(docs))
+    return replace(
+        entity(key),
+        source_chunk_ids=tuple(f"chunk-{n:04}" for n in range(chunks)),
+        file_paths=doc_ids,
+        doc_ids=doc_ids,
+    )
+
+
+def tamper(store: GraphStore, key: str, field_name: str) -> None:
+    """Change a stored list behind the store's back: a write that sends the list undoes it."""
+    store.client.hset(store.keys.entity(key), field_name, '["tampered"]')
+
+
+def test_a_record_written_again_leaves_out_its_long_lists_that_did_not_change(store):
+    store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
+    tamper(store, "ada", "doc_ids")
+    tamper(store, "ada", "aliases")  # short (empty): always sent
+
+    edited = hub(101, 80)  # a chunk more, the same documents and paths
+    store.apply(GraphBatch(entity_upserts=(edited,)))
+    stored = store.get_entities(["ada"])["ada"]
+    assert stored.source_chunk_ids == edited.source_chunk_ids
+    assert stored.file_paths == edited.file_paths
+    assert stored.doc_ids == ("tampered",)  # left out: the store had it
+    assert stored.aliases == ()
+
+    moved = hub(101, 81)
+    store.apply(GraphBatch(entity_upserts=(moved,)))
+    assert store.get_entities(["ada"])["ada"] == moved
+
+
+def test_a_relation_written_again_leaves_out_its_long_lists_that_did_not_change(store):
+    doc_ids = tuple(f"docs/{n:04}.md" for n in range(70))
+    cited = replace(relation("ada", "bob"), file_paths=doc_ids, doc_ids=doc_ids)
+    store.apply(GraphBatch(relation_upserts=(cited,)))
+    store.client.hset(store.keys.relation(cited.pair), "doc_ids", '["tampered"]')
+    again = replace(cited, source_chunk_ids=("chunk-1", "chunk-2"))
+    store.apply(GraphBatch(relation_upserts=(again,)))
+    stored = store.get_relations([cited.pair])[cited.pair]
+    assert stored.doc_ids == ("tampered",)
+    assert stored.source_chunk_ids == ("chunk-1", "chunk-2") and stored.file_paths == doc_ids
+
+
+def test_a_record_deleted_or_not_written_is_written_whole_next_time(store, monkeypatch):
+    store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
+    store.apply(GraphBatch(entity_deletes=("ada",)))
+    store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))  # a partial write: no doc_ids
+    assert store.get_entities(["ada"])["ada"] == hub(100, 80)
+
+    def refused(*args, **kwargs):
+        raise redis.ConnectionError("the server is away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "_apply_to_node", refused)
+        patched.setattr(graph_store_module, "apply_to_cluster", refused)
+        with pytest.raises(redis.ConnectionError):
+            store.apply(GraphBatch(entity_upserts=(hub(100, 81, key="bob"),)))
+    store.apply(GraphBatch(entity_upserts=(hub(100, 81, key="bob"),)))
+    assert store.get_entities(["bob"])["bob"] == hub(100, 81, key="bob")
+
+
+def test_forgetting_what_was_written_writes_every_list_again(store):
+    store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
+    tamper(store, "ada", "doc_ids")
+    store.forget_written()  # as after the embedded server's restart (Stores.revive)
+    store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
+    assert store.get_entities(["ada"])["ada"] == hub(100, 80)
+
+
 # -- the alias index ----------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from redis.cluster import RedisCluster
 
 from connectors.redis.graph_store import GraphBatch, GraphStore
 from connectors.redis.slot_writes import SlotWrites, plan_phases, read_state, run_phase
+from connectors.redis.written_lists import ListPlan
 from dataflow.core.chunking import Chunk
 from dataflow.core.documents import DocumentStatus
 from tests.connectors.redis.test_graph_store import document, entity, relation, snapshot
@@ -96,9 +97,8 @@ def test_a_batch_cut_after_any_slot_call_and_retried_whole_ends_as_if_written_on
             store.apply(BEFORE, now=1.0)
             cluster = store.client
             assert isinstance(cluster, RedisCluster)
-            phases = plan_phases(
-                store.keys, CHANGE, read_state(cluster, store.keys, CHANGE), repr(2.0)
-            )
+            stored = read_state(cluster, store.keys, CHANGE)
+            phases = plan_phases(store.keys, CHANGE, stored, repr(2.0), ListPlan())
             slots = list(phases[phase_index].slots.items())
             if call_index >= len(slots):
                 break
