@@ -97,10 +97,10 @@ from dataflow.core.steps import (
     ContributionDelta,
     DocumentRetry,
     DocumentState,
+    fold_fragments,
     retry_document,
     update_chunk,
     update_document,
-    update_fragments,
 )
 from dataflow.core.tally import EntityTally, FragmentTally, RelationTally
 from dataflow.extraction_pool import Extracted, ExtractionPool, GatedSource
@@ -516,10 +516,11 @@ class _FragmentsLogic(
         updates = [self.update(tagged.delta) for tagged in values]
         count_deltas(self.state.acks, values)
         self.state.key = updates[0][0]
-        folded = [(contribution_id, fragment) for _, contribution_id, fragment in updates]
-        before = self.state.fragments
-        self.state.fragments = update_fragments(before, folded)
-        self._keep_tally(before, folded)
+        fragments = self.state.fragments if self.state.fragments is not None else {}
+        folded = ((contribution_id, fragment) for _, contribution_id, fragment in updates)
+        fold_fragments(fragments, folded, self.state.tally)
+        self.state.fragments = fragments or None
+        self._keep_tally()
         if not self.delay or not self.summary_due(self._draft()):
             return self._release()
         if self.state.due is None:
@@ -550,17 +551,14 @@ class _FragmentsLogic(
             self.state.released = datetime.now(UTC)
         return [emitted], self.state.fragments is None
 
-    def _keep_tally(self, before: dict[str, F] | None, folded: list[tuple[str, F | None]]) -> None:
-        """Bring the key's running totals up to date with `folded` (just folded into `before`),
-        making or dropping them as the key's size crosses `tally_over` or half of it."""
+    def _keep_tally(self) -> None:
+        """Make or drop the key's running totals as its size crosses `tally_over` or half
+        of it (`fold_fragments` keeps them up to date in between)."""
         state = self.state
         size = len(state.fragments) if state.fragments else 0
-        if state.tally is not None:
-            if size and size * 2 >= self.tally_over:
-                state.tally.fold(before, folded)
-            else:
-                state.tally = None
-        elif size and size >= self.tally_over:
+        if state.tally is not None and (not size or size * 2 < self.tally_over):
+            state.tally = None
+        elif state.tally is None and size and size >= self.tally_over:
             state.tally = self.new_tally(state.fragments or {})
 
     def _draft(self) -> D | None:
@@ -588,11 +586,13 @@ class _FragmentsLogic(
         raise NotImplementedError
 
     def snapshot(self) -> _FragmentsLogicState[K, F]:
-        # Shares the fragments: a fold replaces the dict (update_fragments) and never
-        # changes it, and fragments and keys are immutable. Only the counts are mutated.
+        # A copy of the fragments' dict, which folds change in place (`fold_fragments`): one
+        # copy per epoch that touches the key, where a copy per fold was one per touch.
+        # Fragments and keys are immutable, so the copy is shallow.
         state = self.state
+        fragments = dict(state.fragments) if state.fragments is not None else None
         return _FragmentsLogicState(
-            state.key, state.fragments, Counter(state.acks), state.due, state.released
+            state.key, fragments, Counter(state.acks), state.due, state.released
         )
 
 

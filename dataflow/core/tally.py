@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from itertools import chain
 from operator import attrgetter, itemgetter
@@ -147,7 +147,8 @@ _DescribeOp = Callable[[_Descriptions, str, _Place], None]  # _Descriptions.add 
 
 
 class FragmentTally(Generic[F]):
-    """What both tallies do: count fragments in and out, and fold deltas."""
+    """What both tallies do: count fragments in and out (`fold_fragments` in
+    dataflow/core/steps.py folds deltas into fragments and their tally alike)."""
 
     __slots__ = ("fragments",)
 
@@ -160,21 +161,6 @@ class FragmentTally(Generic[F]):
     def remove(self, fragment: F) -> None:
         """Retract `fragment`, which must have been added."""
         raise NotImplementedError
-
-    def fold(self, before: Mapping[str, F] | None, deltas: Iterable[tuple[str, F | None]]) -> None:
-        """Fold the deltas `update_fragments` folds into `before` (dataflow/core/steps.py):
-        (contribution id, fragment or None for a retraction); this tally must be of `before`."""
-        now: dict[str, F | None] = {}  # what the deltas so far left at their ids
-        for contribution_id, fragment in deltas:
-            if contribution_id in now:
-                previous = now[contribution_id]
-            else:
-                previous = before.get(contribution_id) if before else None
-            if previous is not None:
-                self.remove(previous)
-            if fragment is not None:
-                self.add(fragment)
-            now[contribution_id] = fragment
 
 
 class EntityTally(FragmentTally[EntityFragment]):

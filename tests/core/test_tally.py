@@ -11,7 +11,7 @@ from dataflow.core.contributions import (
     entity_draft,
     relation_draft,
 )
-from dataflow.core.steps import update_fragments
+from dataflow.core.steps import fold_fragments, update_fragments
 from dataflow.core.tally import EntityTally, RelationTally
 
 # Few values of each field, so that fragments collide on every one of them: votes tie,
@@ -58,14 +58,16 @@ def batches_of(fragments):
 
 
 def assert_drafts_agree_after_every_fold(tally, initial, batches, key, draft_of_fragments):
-    """Fold `batches` into `tally` (made of `initial`) and into the fragments alike, and
-    compare the drafts of `key` after each batch."""
-    fragments = initial or None
+    """Fold `batches` in place into a dict of `initial` and `tally` (made of it) with
+    `fold_fragments`, and into a copy with `update_fragments` (the definition); compare the
+    states and the drafts of `key` after each batch."""
+    fragments, in_place = initial or None, dict(initial)
     for batch in batches:
-        before, fragments = fragments, update_fragments(fragments, batch)
-        tally.fold(before, batch)
+        fragments = update_fragments(fragments, batch)
+        fold_fragments(in_place, batch, tally)
+        assert in_place == (fragments or {})
         assert tally.draft(key) == draft_of_fragments(key, fragments or {})
-        assert tally.fragments == len(fragments or {})
+        assert tally.fragments == len(in_place)
 
 
 @settings(max_examples=300)

@@ -88,3 +88,19 @@ def test_a_relation_keeps_running_totals_too():
     draft = emitted(logic, [delta(1, 1e16, retracted=True)])
     assert draft == relation_draft(("ada", "bob"), logic.state.fragments)
     assert draft.weight == 1.0
+
+
+def test_a_fold_changes_the_fragments_in_place_and_a_snapshot_keeps_its_own():
+    """Folds change the key's dict in place (no copy of a hub per touch), so the snapshot
+    Bytewax pickles at the epoch's end must not see the folds after it."""
+    logic = _EntityLogic(None, timedelta(0), tally_over=4)
+    emitted(logic, [entity_delta(n, said(n)) for n in range(6)])
+    fragments = logic.state.fragments
+    snapshot = logic.snapshot()
+
+    emitted(logic, [entity_delta(0), entity_delta(7, said(7, "a writer"))])
+
+    assert logic.state.fragments is fragments  # the same dict, folded in place
+    assert set(snapshot.fragments) == {f"c{n}" for n in range(6)}
+    resumed = pickle.loads(pickle.dumps(snapshot))
+    assert resumed.fragments == {f"c{n}": said(n) for n in range(6)}
