@@ -3,12 +3,14 @@
 Each function takes the state kept for one key and one input, and returns the
 new state and what to emit downstream, exactly as a Bytewax `stateful_map`
 needs. The Bytewax wiring (dataflow/flow.py) and the in-process reference
-index (dataflow/core/index.py) both drive these same functions.
+index (dataflow/core/index.py) both drive these same functions; the entity and
+relation steps fold in place (`fold_fragments`) and emit drafts, where the
+reference index folds copies (`update_fragments`) and renders at its snapshot.
 
     document step  key doc_id    DocumentState        -> ChunkAdded / ChunkRemoved
     chunk step     key chunk_id  ChunkContributions   -> ContributionDelta (+ / -)
-    entity step    key entity    EntityState          -> EntityRecord or deletion
-    relation step  key pair      RelationState        -> RelationRecord or deletion
+    entity step    key entity    EntityState          -> EntityDraft or deletion
+    relation step  key pair      RelationState        -> RelationDraft or deletion
 """
 
 from __future__ import annotations
@@ -224,7 +226,8 @@ def update_fragments(
 
     The same fold as `apply` and `retract` of dataflow/core/contributions.py, made on one
     copy of the state rather than one a delta (a hub entity holds a fragment per citing
-    chunk). Returns None when no contribution is left, so the dataflow discards the key.
+    chunk). Returns None when no contribution is left, so the key is discarded. The
+    reference index folds with it; the dataflow's steps fold in place (`fold_fragments`).
     """
     current: dict[str, F] = dict(state or {})  # one copy a fold, never one a delta
     for contribution_id, fragment in deltas:
