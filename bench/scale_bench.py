@@ -17,7 +17,9 @@ child process), so the figures are kgstream's own costs, not a model's. It measu
   least). The edit is the same for both, a neutral sentence appended, so the only difference is
   which entities the edited chunk touches;
 * bytes on disk per document after the edits, in allocated blocks: the Bytewax recovery database,
-  the embedded Redis files, the vector store, the LLM/embedding caches (everything else);
+  the embedded Redis files, the vector store, the LLM/embedding caches (everything else), once
+  the indexer stopped; and the recovery database against the corpus text, while the indexer
+  runs (after the edits, its WAL included) and once it stopped;
 * the resident memory of the indexer process and of its redis-server.
 
 The last table is each figure's ratio to the previous size's: a cost per change that does not grow
@@ -70,7 +72,9 @@ class SizeResult:
     rare_edits: tuple[float, ...]
     hub_citations: int  # chunks citing the least-cited of the hub entities
     rare_citations: int  # chunks citing the most-cited entity of a rare document, at most
-    disk_bytes: dict[str, int]
+    disk_bytes: dict[str, int]  # after the indexer stopped
+    running_recovery_bytes: int  # the recovery database before the stop, WAL included
+    corpus_bytes: int  # the corpus text, as files
     indexer_rss: int
     redis_rss: int
 
@@ -84,6 +88,11 @@ class SizeResult:
 
     def disk_per_document(self, part: str) -> float:
         return self.disk_bytes[part] / self.documents
+
+    def recovery_to_corpus(self, running: bool = False) -> float:
+        """The recovery database's size over the corpus text's (the issue's target: 3x)."""
+        size = self.running_recovery_bytes if running else self.disk_bytes["recovery"]
+        return size / self.corpus_bytes
 
 
 def allocated_bytes(path: Path) -> int:
@@ -211,6 +220,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
             f"{size} documents: freshness p50 hub {percentile(hub, 50) * 1000:.0f} ms, "
             f"rare {percentile(rare, 50) * 1000:.0f} ms"
         )
+        running_recovery = allocated_bytes(data_dir / "recovery")
         indexer_rss = rss_bytes(process.pid)
         pid = redis_pid(data_dir)
         redis_rss = rss_bytes(pid) if pid is not None else 0
@@ -226,6 +236,8 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
         hub_citations=hub_citations,
         rare_citations=rare_citations,
         disk_bytes=disk_usage(data_dir),
+        running_recovery_bytes=running_recovery,
+        corpus_bytes=sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
         indexer_rss=indexer_rss,
         redis_rss=redis_rss,
     )
@@ -272,7 +284,7 @@ def print_report(results: Sequence[SizeResult], load_before: str) -> None:
                 f"| {r.documents:,} | {label} | {citing} | {ms(values, 50):.0f} | "
                 f"{ms(values, 95):.0f} | {max(values) * 1000:.0f} |"
             )
-    print("\n## Disk (allocated blocks, bytes per document) and memory\n")
+    print("\n## Disk (allocated blocks, bytes per document, once stopped) and memory\n")
     print("| docs | recovery | redis | vectors | other | total | indexer RSS MB | redis RSS MB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
@@ -283,6 +295,15 @@ def print_report(results: Sequence[SizeResult], load_before: str) -> None:
         print(
             f"| {r.documents:,} | {parts} | {r.indexer_rss / 2**20:.0f} | "
             f"{r.redis_rss / 2**20:.0f} |"
+        )
+    print("\n## Recovery database against the corpus text (target: at most 3x)\n")
+    print("| docs | corpus text MB | running MB | running / text | stopped MB | stopped / text |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        print(
+            f"| {r.documents:,} | {r.corpus_bytes / 1e6:.1f} | "
+            f"{r.running_recovery_bytes / 1e6:.1f} | {r.recovery_to_corpus(running=True):.1f}x | "
+            f"{r.disk_bytes['recovery'] / 1e6:.1f} | {r.recovery_to_corpus():.1f}x |"
         )
     if len(results) > 1:
         print("\n## Growth: each figure's ratio to the previous size's\n")

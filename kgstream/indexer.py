@@ -97,6 +97,7 @@ def run_indexer(
     dataflow completes as a one-shot run does, and the recovery database holds a final
     snapshot the next run resumes from (one line is printed, no traceback). A second
     signal stops at once; the next run then resumes from the last completed epoch.
+    A run that completes gives its partitions' free pages back to the filesystem.
     """
     if on_commit is not None:
         components.on_commit = on_commit
@@ -128,6 +129,7 @@ def run_indexer(
         if options.processes > 1:
             print(f"kgstream: process {options.process_id}: {partitions.describe()}", flush=True)
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    completed = False
     try:
         cli_main(  # type: ignore[no-untyped-call]
             flow,
@@ -148,11 +150,15 @@ def run_indexer(
         if options.processes == 1 or type(error).__name__ != "PanicException":
             raise
         _cluster_stopped(error, partitions)
+    else:
+        completed = True
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     if stop.cannot_go_on_reason is not None:
         raise RunCannotGoOn(stop.cannot_go_on_reason)
+    if completed and partitions is not None:
+        partitions.give_back_free_pages()
 
 
 def _partitions_hint(partitions: RecoveryPartitions | None) -> str:

@@ -1,6 +1,9 @@
 """`kgstream index`, `status` and `export` on the embedded stores, as a user runs them."""
 
+import itertools
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -132,6 +135,37 @@ def test_graphml_export_holds_every_entity_and_relation(tmp_path):
     edges = {(e.get("source"), e.get("target")) for e in graph.findall("g:edge", ns)}
     assert nodes == {e["key"] for e in exported["entities"]}
     assert edges == {(r["source"], r["target"]) for r in exported["relations"]}
+
+
+def test_a_run_that_ends_leaves_no_free_pages_in_its_recovery_partition(tmp_path):
+    """The end of a run snapshots every key again (Bytewax does at the end of the input), so
+    the superseded snapshots' pages are free once it is over: the run gives them back."""
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    people = [f"Person {chr(65 + n // 26)}{chr(97 + n % 26)}" for n in range(40)]
+    write(
+        folder,
+        {
+            f"notes/{n}.md": f"{a} met {b} at Northwind Labs in Lisbon. {a} leads the Atlas "
+            f"Project with {b}, funded by Helios Corp since the Geneva Summit.\n" * 8
+            for n, (a, b) in enumerate(itertools.pairwise(people))
+        },
+    )
+    index(folder, data)
+    write(folder, {"notes/0.md": "Person Aa moved to Porto."})
+    index(folder, data)  # resumes every key, so the end rewrites all of them
+
+    partition = data / "recovery" / "part-0.sqlite3"
+    assert not partition.with_name(partition.name + "-wal").exists()  # all checkpointed
+    size = partition.stat().st_size
+    with closing(sqlite3.connect(partition)) as connection:
+        pages, free, page_size = (
+            connection.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("page_count", "freelist_count", "page_size")
+        )
+        live = connection.execute("SELECT count(*) FROM snaps WHERE ser_change IS NOT NULL")
+        assert live.fetchone()[0] > len(people)
+    assert free == 0
+    assert size == pages * page_size
 
 
 def test_commands_on_a_missing_index_say_what_to_do(tmp_path, capsys):
