@@ -66,10 +66,6 @@ class Components:
     # them (dataflow/core/tally.py), so its render costs what changed, not its size; below
     # half of it, the totals are dropped again (they take about half the fragments' memory).
     tally_over_fragments: int = 64
-    # An entity or relation with at least twice this many fragments holds them in segments
-    # of about this many, each packed apart, so that its snapshot packs only the segments an
-    # epoch changed (dataflow/core/segments.py); in one dict again under this many.
-    snapshot_segment_fragments: int = 1024
     # A large document is passed on from extraction in pieces of this many extracted chunks
     # (0: whole), each committed and shown as progress; finished documents wait for a batch
     # of this many chunks (or 1 s) while others are extracted.

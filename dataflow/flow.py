@@ -31,7 +31,7 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -89,7 +89,6 @@ from dataflow.core.messages import (
     Ticket,
 )
 from dataflow.core.naming import relation_id
-from dataflow.core.segments import SegmentedFragments, packed_segments
 from dataflow.core.snapshots import pack, unpack
 from dataflow.core.steps import (
     ChunkAdded,
@@ -164,13 +163,12 @@ def build_flow(
     )
     delay = timedelta(seconds=components.coalesce_seconds)
     summary_due, tally_over = components.renderer.summary_due, components.tally_over_fragments
-    segment_size = components.snapshot_segment_fragments
     entities: Stream[EntityDrafted] = op.key_rm(
         "unkey_entity",
         op.stateful_batch(
             "entity",
             by_entity,
-            lambda resume: _EntityLogic(resume, delay, summary_due, tally_over, segment_size),
+            lambda resume: _EntityLogic(resume, delay, summary_due, tally_over),
         ),
     )
     relations: Stream[RelationDrafted] = op.key_rm(
@@ -178,7 +176,7 @@ def build_flow(
         op.stateful_batch(
             "relation",
             by_relation,
-            lambda resume: _RelationLogic(resume, delay, summary_due, tally_over, segment_size),
+            lambda resume: _RelationLogic(resume, delay, summary_due, tally_over),
         ),
     )
     drafted: Stream[Drafted] = op.merge("states", entities, relations)
@@ -432,16 +430,10 @@ def _chunk_step(
 # -- entity and relation steps ------------------------------------------------
 
 
-FragmentsSnapshot = bytes | tuple[bytes, ...]
-"""An entity or relation key's snapshot: its packed state, or for a key in segments the packed
-state without its fragments, then its segments' packed rows (`_FragmentsLogicState.pack`)."""
-
-
 @dataclass
 class _FragmentsLogicState(Generic[K, F]):
     key: K | None = None
-    # A dict, or for a key with many, `SegmentedFragments` (`_FragmentsLogic`)
-    fragments: MutableMapping[str, F] | None = None
+    fragments: dict[str, F] | None = None
     acks: AckCounts = field(default_factory=Counter)
     due: datetime | None = None  # when the coalesced render is released
     released: datetime | None = None  # when the key's last render was released
@@ -449,34 +441,20 @@ class _FragmentsLogicState(Generic[K, F]):
     # snapshot: built again from the fragments when a resumed key is next touched.
     tally: FragmentTally[F] | None = field(default=None, compare=False, repr=False)
 
-    def pack(self) -> FragmentsSnapshot:
+    def pack(self) -> bytes:
         """The state as its step's snapshot (`_FragmentsLogic.snapshot`): one packed blob
         (dataflow/core/snapshots.py) of plain values, the fragments as rows without their
-        kind, which the step knows. Most of the 74,000 relations at 16,000 documents hold one
-        or two fragments, where an object's pickled class and restore function were a sixth
-        of the bytes. A key in segments is that blob without its fragments, followed by its
-        segments' blobs, of which only those changed since its last snapshot are packed."""
-        acks, segments = tuple(self.acks.items()), packed_segments(self.fragments)
-        if segments is not None:
-            # Concatenated: mypy loses the narrowing in a starred item here (constrained F).
-            return (pack((self.key, None, acks, self.due, self.released)),) + segments  # noqa: RUF005
+        kind, which the step knows. A hub is snapshotted whole in every epoch it is touched,
+        and most of the 74,000 relations at 16,000 documents hold one or two fragments, where
+        an object's pickled class and restore function were a sixth of the bytes."""
         rows = FragmentRows.of(self.fragments).rows if self.fragments else None
-        return pack((self.key, rows, acks, self.due, self.released))
+        return pack((self.key, rows, tuple(self.acks.items()), self.due, self.released))
 
     @staticmethod
-    def unpack(
-        snapshot: FragmentsSnapshot, kind: type[F], segment_size: int
-    ) -> _FragmentsLogicState[Any, F]:
-        """The state `pack` made `snapshot` of, its fragments of `kind`."""
-        blob, segments = (
-            (snapshot, ()) if isinstance(snapshot, bytes) else (snapshot[0], snapshot[1:])
-        )
+    def unpack(blob: bytes, kind: type[F]) -> _FragmentsLogicState[Any, F]:
+        """The state `pack` made `blob` of, its fragments of `kind`."""
         key, rows, acks, due, released = cast(_PackedFragmentsState, unpack(blob))
-        fragments: MutableMapping[str, F] | None = None
-        if rows is not None:
-            fragments = FragmentRows(kind, rows).restore()
-        elif segments:
-            fragments = SegmentedFragments.unpacked(segments, kind, segment_size)
+        fragments = FragmentRows(kind, rows).restore() if rows is not None else None
         return _FragmentsLogicState(key, fragments, Counter(dict(acks)), due, released)
 
     def __setstate__(self, state: dict[str, object]) -> None:
@@ -519,17 +497,13 @@ def _never(draft: Draft | None) -> bool:
     return False
 
 
-class _FragmentsLogic(
-    StatefulBatchLogic[TaggedDelta, Out, FragmentsSnapshot], Generic[K, F, D, Out]
-):
+class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F, D, Out]):
     """Folds a key's deltas and emits its draft (with acknowledgements) for rendering.
 
     The draft is made from the fragments, or, for a key with at least `tally_over` of them,
     from running totals kept beside them (`FragmentTally`), which cost what a fold changes
     rather than the key's size. They are made when a key reaches `tally_over` fragments, and
-    dropped when it falls under half of that. Likewise a key's snapshot packs only what
-    changed once it has twice `segment_size` fragments: they are then held in segments of
-    about that many (`SegmentedFragments`), and in one dict again under `segment_size`.
+    dropped when it falls under half of that.
 
     Without delay, once per batch. With a delay (an LLM summarises descriptions), a key
     whose render is due a summary call (`summary_due`) is rendered at most once per `delay`:
@@ -544,20 +518,18 @@ class _FragmentsLogic(
 
     def __init__(
         self,
-        resume: FragmentsSnapshot | _FragmentsLogicState[K, F] | None,
+        resume: bytes | _FragmentsLogicState[K, F] | None,
         delay: timedelta,
         summary_due: Callable[[Draft | None], bool] | None = None,
         tally_over: int = 64,
-        segment_size: int = 1024,
     ) -> None:
-        if isinstance(resume, bytes | tuple):
-            resume = _FragmentsLogicState.unpack(resume, self.kind, segment_size)
+        if isinstance(resume, bytes):
+            resume = _FragmentsLogicState.unpack(resume, self.kind)
         # else a snapshot of an earlier version, an object that unpickled itself
         self.state: _FragmentsLogicState[K, F] = resume or _FragmentsLogicState()
         self.delay = delay
         self.summary_due: Callable[[Draft | None], bool] = summary_due or _never
         self.tally_over = tally_over
-        self.segment_size = segment_size
 
     def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
         updates = [self.update(tagged.delta) for tagged in values]
@@ -568,7 +540,6 @@ class _FragmentsLogic(
         fold_fragments(fragments, folded, self.state.tally)
         self.state.fragments = fragments or None
         self._keep_tally()
-        self._keep_segments()
         if not self.delay or not self.summary_due(self._draft()):
             return self._release()
         if self.state.due is None:
@@ -609,18 +580,6 @@ class _FragmentsLogic(
         elif state.tally is None and size and size >= self.tally_over:
             state.tally = self.new_tally(state.fragments or {})
 
-    def _keep_segments(self) -> None:
-        """Hold the key's fragments in segments from twice `segment_size` of them on, and
-        in one dict again under `segment_size`."""
-        fragments = self.state.fragments
-        if fragments is None:
-            return
-        size, segmented = len(fragments), isinstance(fragments, SegmentedFragments)
-        if not segmented and size >= 2 * self.segment_size:
-            self.state.fragments = SegmentedFragments.of(fragments, self.kind, self.segment_size)
-        elif segmented and size < self.segment_size:
-            self.state.fragments = dict(fragments.items())
-
     def _draft(self) -> D | None:
         state = self.state
         if state.key is None or not state.fragments:
@@ -633,10 +592,10 @@ class _FragmentsLogic(
         """(key, contribution id, fragment or None for a retraction) of one delta."""
         raise NotImplementedError
 
-    def new_tally(self, fragments: Mapping[str, F]) -> FragmentTally[F]:
+    def new_tally(self, fragments: dict[str, F]) -> FragmentTally[F]:
         raise NotImplementedError
 
-    def draft(self, key: K, fragments: Mapping[str, F]) -> D | None:
+    def draft(self, key: K, fragments: dict[str, F]) -> D | None:
         raise NotImplementedError
 
     def tally_draft(self, key: K, tally: FragmentTally[F]) -> D | None:
@@ -645,7 +604,7 @@ class _FragmentsLogic(
     def emit(self, key: K, draft: D | None, acks: tuple[Ack, ...]) -> Out:
         raise NotImplementedError
 
-    def snapshot(self) -> FragmentsSnapshot:
+    def snapshot(self) -> bytes:
         # Packed now, so the folds after it (in place, `fold_fragments`) cannot reach it.
         return self.state.pack()
 
@@ -660,10 +619,10 @@ class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityDraft, EntityDraft
         fragment = None if delta.retracted else contribution.fragment
         return contribution.key, contribution.contribution_id, fragment
 
-    def new_tally(self, fragments: Mapping[str, EntityFragment]) -> EntityTally:
+    def new_tally(self, fragments: dict[str, EntityFragment]) -> EntityTally:
         return EntityTally(fragments.values())
 
-    def draft(self, key: str, fragments: Mapping[str, EntityFragment]) -> EntityDraft | None:
+    def draft(self, key: str, fragments: dict[str, EntityFragment]) -> EntityDraft | None:
         return entity_draft(key, fragments)
 
     def tally_draft(self, key: str, tally: FragmentTally[EntityFragment]) -> EntityDraft | None:
@@ -685,11 +644,11 @@ class _RelationLogic(
         fragment = None if delta.retracted else contribution.fragment
         return contribution.key, contribution.contribution_id, fragment
 
-    def new_tally(self, fragments: Mapping[str, RelationFragment]) -> RelationTally:
+    def new_tally(self, fragments: dict[str, RelationFragment]) -> RelationTally:
         return RelationTally(fragments.values())
 
     def draft(
-        self, key: RelationPair, fragments: Mapping[str, RelationFragment]
+        self, key: RelationPair, fragments: dict[str, RelationFragment]
     ) -> RelationDraft | None:
         return relation_draft(key, fragments)
 

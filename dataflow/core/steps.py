@@ -15,7 +15,7 @@ reference index folds copies (`update_fragments`) and renders at its snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -239,7 +239,7 @@ def update_fragments(
 
 
 def fold_fragments(
-    fragments: MutableMapping[str, F],
+    fragments: dict[str, F],
     deltas: Iterable[tuple[str, F | None]],
     tally: FragmentTally[F] | None = None,
 ) -> None:

@@ -76,10 +76,8 @@ def components_with(embedder: Embedder, redis_url: str, vector_dir: Path) -> Com
         renderer=renderer(),
         stores=Stores(graph, vectors),
         # Low, so that the flow tests' entities and relations keep running totals from their
-        # fourth fragment, drop them under two, and draft from fragments in between; and
-        # hold their fragments in segments of about two (snapshotted apart) from four on.
+        # fourth fragment, drop them under two, and draft from fragments in between.
         tally_over_fragments=4,
-        snapshot_segment_fragments=2,
     )
 
 

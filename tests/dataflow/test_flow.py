@@ -1,21 +1,17 @@
 """The real Bytewax dataflow, end to end into real Redis and Qdrant Edge."""
 
 import math
-import pickle
-import sqlite3
 import time
-from contextlib import closing
 from datetime import timedelta
 
 import pytest
-from bytewax.testing import TestingSource, run_main
+from bytewax.testing import TestingSource
 
 from connectors.folder.source import FolderSource, FolderSourceOptions
 from connectors.vectors.base import VectorKind
 from dataflow import flow
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
 from dataflow.core.naming import relation_id
-from kgstream.indexer import recovery_config
 from tests.dataflow.harness import (
     entry_point_for,
     events,
@@ -149,55 +145,6 @@ def test_bad_document_fails_alone_with_its_reason(components, entry_point):
     assert documents["bad.md"].status is DocumentStatus.FAILED
     assert documents["bad.md"].reason
     assert documents["a.md"].status is DocumentStatus.PROCESSED
-
-
-def hub_note(number: int, place: str = "Lisbon") -> str:
-    return (
-        f"Alice Moreau met Person{number} Vale in {place}.\n\n"
-        f"Person{number} Vale joined Northwind Labs after meeting Alice Moreau."
-    )
-
-
-def test_hubs_held_in_segments_resume_from_their_snapshots_exactly(components, tmp_path):
-    """Three runs over one recovery directory, each resuming the last's snapshots, in which
-    the hubs (Alice Moreau, Northwind Labs) are held in segments (harness: segment size 2)
-    and snapshotted as them; edits and deletes after each resume leave what a fresh build
-    of the final documents makes."""
-    runs = [
-        [DocumentUpsert(f"hub/{n}.md", hub_note(n), f"hub/{n}.md") for n in range(12)],
-        [DocumentUpsert(f"hub/{n}.md", hub_note(n, "Porto"), f"hub/{n}.md") for n in (0, 5)]
-        + [DocumentDelete("hub/3.md"), DocumentDelete("hub/7.md")],
-        [DocumentUpsert("hub/3.md", hub_note(3, "Geneva"), "hub/3.md"), DocumentDelete("hub/5.md")],
-    ]
-    recovery = tmp_path / "recovery"
-    so_far: list = []
-    for changes in runs:
-        so_far += changes  # the source resumes after the events an earlier run read
-        source = TestingSource(events(so_far))
-        flow_ = flow.build_flow(source, components)
-        run_main(flow_, epoch_interval=timedelta(0), recovery_config=recovery_config(recovery)[0])
-
-    final = {change.doc_id: change for change in so_far}
-    upserts = [c for c in final.values() if isinstance(c, DocumentUpsert)]
-    assert len(upserts) == 10
-    embed = lambda text: components.embed([text])[0]  # noqa: E731
-    assert_stores_equal_fresh_build(components, upserts, embed)
-    assert segmented_snapshots(recovery / "recovery"), "no key was snapshotted in segments"
-
-
-def segmented_snapshots(directory) -> list[str]:
-    """The entity and relation keys whose last snapshot in Bytewax's recovery partitions
-    under `directory` is in segments (a tuple of blobs)."""
-    keys = []
-    for partition in directory.glob("part-*.sqlite3"):
-        with closing(sqlite3.connect(partition)) as db:
-            rows = db.execute(
-                "SELECT state_key, ser_change FROM snaps WHERE step_id LIKE '%entity%'"
-                " OR step_id LIKE '%relation%' ORDER BY snap_epoch"
-            )
-            last = {key: change for key, change in rows}
-        keys += [k for k, c in last.items() if c and isinstance(pickle.loads(c), tuple)]
-    return keys
 
 
 def test_an_initial_load_commits_as_it_goes_not_all_at_the_end(components, tmp_path):

@@ -1,11 +1,10 @@
 """What the entity and relation steps' snapshots hold (dataflow/flow.py): a state's snapshot is
-one packed blob of its fragments' rows (dataflow/core/snapshots.py), or for a key with many,
-that blob without them and its segments' blobs (dataflow/core/segments.py), packed again only
-where an epoch changed them; and snapshots of earlier versions still resume: the state object
-packed with its fragments' kind, its fields with the fragments as `FragmentRows`, or before
-rows, as fragments."""
+one packed blob of its fragments' rows (dataflow/core/snapshots.py), and snapshots of earlier
+versions still resume: the state object packed with its fragments' kind, its fields with the
+fragments as `FragmentRows`, or before rows, as fragments."""
 
 import copyreg
+import hashlib
 import io
 import pickle
 import threading
@@ -18,23 +17,13 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, cluster_main
 
 from dataflow.core import snapshots
-from dataflow.core.contributions import (
-    EntityContribution,
-    EntityFragment,
-    FragmentRows,
-    RelationFragment,
-    entity_draft,
-)
-from dataflow.core.messages import TaggedDelta, Ticket
-from dataflow.core.segments import SegmentedFragments
-from dataflow.core.steps import ContributionDelta
+from dataflow.core.contributions import EntityFragment, FragmentRows, RelationFragment
 from dataflow.flow import (
     _EntityLogic,
     _FragmentsLogicState,
     _RelationLogic,
     _unpack_fragments_state,
 )
-from tests.core.hubs import hub_fragments
 
 
 def entity_state() -> _FragmentsLogicState[str, EntityFragment]:
@@ -122,64 +111,6 @@ def test_a_state_round_trips_through_its_steps_snapshot():
     assert resumed(held.pack()) == held
 
 
-def said(chunk: int, about: str = "") -> TaggedDelta:
-    """Chunk `chunk`'s fragment of "ada" (or its mention of `about`), added."""
-    contribution_id = f"c{chunk}|{about}" if about else f"c{chunk}"
-    text = f"Ada met {about}." if about else f"Ada wrote part {chunk}."
-    fragment = EntityFragment("Ada", "person", text, f"c{chunk}", f"{chunk}.md", f"{chunk}.md")
-    contribution = EntityContribution("ada", contribution_id, fragment)
-    return TaggedDelta(Ticket(f"{chunk}.md", "t1"), f"c{chunk}", ContributionDelta(contribution))
-
-
-def retracted(delta: TaggedDelta) -> TaggedDelta:
-    return TaggedDelta(
-        delta.ticket, delta.chunk_id, ContributionDelta(delta.delta.contribution, True)
-    )
-
-
-def test_a_key_with_many_fragments_snapshots_in_segments_and_resumes_equal():
-    logic = _EntityLogic(None, timedelta(0), segment_size=2)
-    logic.on_batch([said(n) for n in range(3)])
-    assert isinstance(logic.snapshot(), bytes)  # under twice the segment size: one blob
-
-    logic.on_batch([said(3), said(3, "bob"), said(4)])
-    snapshot = logic.snapshot()
-    assert isinstance(snapshot, tuple) and len(snapshot) == 1 + 4  # 6 fragments: 4 segments
-    assert isinstance(logic.state.fragments, SegmentedFragments)
-
-    state = _EntityLogic(pickle.loads(pickle.dumps(snapshot)), timedelta(0), segment_size=2).state
-    assert state == logic.state
-    assert isinstance(state.fragments, SegmentedFragments)
-    assert entity_draft("ada", state.fragments) == entity_draft("ada", logic.state.fragments)
-
-
-def test_a_snapshot_of_a_big_key_packs_again_only_the_segments_its_epoch_changed():
-    logic = _EntityLogic(None, timedelta(0), segment_size=4)
-    logic.on_batch([said(n) for n in range(32)])
-    before = logic.snapshot()
-
-    logic.on_batch([said(7, "bob"), retracted(said(7))])  # one chunk's fragments
-    after = logic.snapshot()
-
-    assert len(before) == len(after) == 1 + 8
-    changed = [n for n, (old, new) in enumerate(zip(before, after, strict=True)) if old is not new]
-    assert len(changed) == 2 and changed[0] == 0  # the head and one segment
-    assert resumed(after) == logic.state
-
-
-def test_a_key_under_the_segment_size_again_is_one_blob_again():
-    logic = _EntityLogic(None, timedelta(0), segment_size=2)
-    logic.on_batch([said(n) for n in range(5)])
-    assert isinstance(logic.snapshot(), tuple)
-
-    logic.on_batch([retracted(said(n)) for n in range(4)])
-
-    assert type(logic.state.fragments) is dict
-    snapshot = logic.snapshot()
-    assert isinstance(snapshot, bytes)
-    assert resumed(snapshot).fragments == {"c4": said(4).delta.contribution.fragment}
-
-
 def test_a_snapshot_holds_no_class_and_is_smaller_than_the_packed_object_before():
     """A relation of one fragment, as most are: the object form pickled its restore
     function and the fragments' class, a sixth of the bytes."""
@@ -214,7 +145,16 @@ def test_a_hub_packs_to_a_fraction_of_its_rows():
     """A hub as the scale bench's corpus makes one: a fragment per citing chunk (chunk ids
     are sha256 hex), its descriptions drawn from the phrases its chunks share. Its snapshot
     was 5 MB of rows at 16,000 documents; packed, about a fifth."""
-    fragments = hub_fragments(2_000)
+    fragments = {}
+    for n in range(2_000):
+        chunk_id = "chunk-" + hashlib.sha256(str(n).encode()).hexdigest()
+        path = f"news/{2000 + n % 20}/report-{n}.md"
+        place = ("Lind", "Elskholm", "Dray")[n % 3]
+        said = f"David Melwood spoke for Silverline Labs at the forum in {place}."
+        fragments[chunk_id] = EntityFragment("David Melwood", "person", said, chunk_id, path, path)
+        mention = f"{chunk_id}|{place.lower()}"
+        met = f"David Melwood met the delegates from {place}."
+        fragments[mention] = EntityFragment("David Melwood", None, met, chunk_id, path, path)
     state = _FragmentsLogicState("david melwood", fragments)
 
     packed, rows = len(pickle.dumps(state.pack())), len(pickled_as_before_packing(state))
