@@ -58,10 +58,10 @@ import numpy as np
 
 from dataflow.core.lexical import (
     SparseVector,
-    document_vector,
     lexical_terms,
     query_terms,
     query_vector,
+    terms_vector,
 )
 
 JsonValue: TypeAlias = (
@@ -383,9 +383,10 @@ def _sanitise_name_part(part: str, field: str) -> str:
 
 
 def index_fields(
-    kind: VectorKind, key: str, payload: Mapping[str, JsonValue], lexical_text: str = ""
+    kind: VectorKind, key: str, payload: Mapping[str, JsonValue], terms: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """The stored payload: the caller's payload plus the derived, indexed `_kg_` fields."""
+    """The stored payload: the caller's payload plus the derived, indexed `_kg_` fields;
+    `terms` are the `lexical_terms` of the point's lexical text."""
     for field in payload:
         if field.startswith(INDEX_FIELD_PREFIX):
             raise ValueError(
@@ -415,7 +416,7 @@ def index_fields(
     }
     stored[ENDS_FIELD] = sorted(ends)
     stored[PATH_PREFIXES_FIELD] = prefixes
-    stored[TERMS_FIELD] = sorted(set(lexical_terms(lexical_text)))
+    stored[TERMS_FIELD] = sorted(set(terms))
     return stored
 
 
@@ -631,8 +632,11 @@ class BaseVectorStore(ABC):
             # Normalise here rather than trusting each backend to: qdrant-client's local
             # mode returns the raw vector after a reload from disk.
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            sparse = [document_vector(p.lexical_text) for p in batch]
-            payloads = [index_fields(kind, p.key, p.payload, p.lexical_text) for p in batch]
+            terms = [lexical_terms(p.lexical_text) for p in batch]
+            sparse = [terms_vector(t) for t in terms]
+            payloads = [
+                index_fields(kind, p.key, p.payload, t) for p, t in zip(batch, terms, strict=True)
+            ]
             ids = [point_id(kind, p.key) for p in batch]
             prepared.append((self._names[kind], ids, vectors, sparse, payloads))
         size = self.options.batch_size

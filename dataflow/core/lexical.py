@@ -81,7 +81,12 @@ def term_dimension(term: str) -> int:
 
 def document_vector(text: str) -> SparseVector:
     """The stored side: BM25 tf saturation with length normalisation per term."""
-    terms = lexical_terms(text)
+    return terms_vector(lexical_terms(text))
+
+
+def terms_vector(terms: list[str]) -> SparseVector:
+    """`document_vector` of the text whose `lexical_terms` are `terms` (a store that also
+    indexes the terms tokenises each text once)."""
     if not terms:
         return SparseVector()
     norm = K1 * (1.0 - B + B * len(terms) / AVERAGE_LENGTH)
