@@ -58,13 +58,12 @@ from dataflow.core.commit import (
 )
 from dataflow.core.contributions import (
     ChunkContributions,
+    ChunkLedger,
     Draft,
-    EntityContribution,
     EntityDraft,
     EntityFragment,
     EntityRecord,
     FragmentRows,
-    RelationContribution,
     RelationDraft,
     RelationFragment,
     RelationPair,
@@ -97,6 +96,8 @@ from dataflow.core.steps import (
     ContributionDelta,
     DocumentRetry,
     DocumentState,
+    EntityDelta,
+    RelationDelta,
     fold_fragments,
     retry_document,
     update_chunk,
@@ -217,14 +218,14 @@ def _is_settled(item: TaggedDelta | ChunkSettled) -> TypeGuard[ChunkSettled]:
 
 
 def _is_entity_delta(item: TaggedDelta) -> bool:
-    return isinstance(item.delta.contribution, EntityContribution)
+    return isinstance(item.delta, EntityDelta)
 
 
 def _route_key(item: TaggedDelta) -> str:
-    contribution = item.delta.contribution
-    if isinstance(contribution, EntityContribution):
-        return contribution.key
-    return relation_id(contribution.key)  # Bytewax keys must be str
+    delta = item.delta
+    if isinstance(delta, EntityDelta):
+        return delta.key
+    return relation_id(delta.key)  # Bytewax keys must be str
 
 
 # -- document step ------------------------------------------------------------
@@ -421,8 +422,10 @@ def _gated(source: Source[SourceEvent], components: Components) -> Source[Source
 
 
 def _chunk_step(
-    state: ChunkContributions | None, outcome: ChunkOutcome
-) -> tuple[ChunkContributions | None, list[TaggedDelta | ChunkSettled]]:
+    state: ChunkLedger | ChunkContributions | None, outcome: ChunkOutcome
+) -> tuple[ChunkLedger | None, list[TaggedDelta | ChunkSettled]]:
+    if isinstance(state, ChunkContributions):  # resumed from a snapshot made before ledgers
+        state = ChunkLedger.of(state)
     new_state, deltas = update_chunk(state, outcome.event)
     return new_state, chunk_messages(outcome, deltas, new_state)
 
@@ -613,11 +616,9 @@ class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityDraft, EntityDraft
     kind = EntityFragment
 
     def update(self, delta: ContributionDelta) -> tuple[str, str, EntityFragment | None]:
-        contribution = delta.contribution
-        if not isinstance(contribution, EntityContribution):
-            raise TypeError(f"step 'entity' got a relation delta for {contribution.key!r}")
-        fragment = None if delta.retracted else contribution.fragment
-        return contribution.key, contribution.contribution_id, fragment
+        if not isinstance(delta, EntityDelta):
+            raise TypeError(f"step 'entity' got a relation delta for {delta.key!r}")
+        return delta.key, delta.contribution_id, delta.fragment
 
     def new_tally(self, fragments: dict[str, EntityFragment]) -> EntityTally:
         return EntityTally(fragments.values())
@@ -638,11 +639,9 @@ class _RelationLogic(
     kind = RelationFragment
 
     def update(self, delta: ContributionDelta) -> tuple[RelationPair, str, RelationFragment | None]:
-        contribution = delta.contribution
-        if not isinstance(contribution, RelationContribution):
-            raise TypeError(f"step 'relation' got an entity delta for {contribution.key!r}")
-        fragment = None if delta.retracted else contribution.fragment
-        return contribution.key, contribution.contribution_id, fragment
+        if not isinstance(delta, RelationDelta):
+            raise TypeError(f"step 'relation' got an entity delta for {delta.key!r}")
+        return delta.key, delta.contribution_id, delta.fragment
 
     def new_tally(self, fragments: dict[str, RelationFragment]) -> RelationTally:
         return RelationTally(fragments.values())

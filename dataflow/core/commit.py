@@ -31,7 +31,7 @@ from typing import Protocol, TypeVar
 
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import (
-    ChunkContributions,
+    ChunkLedger,
     EntityRecord,
     RelationPair,
     RelationRecord,
@@ -93,10 +93,10 @@ def document_messages(
 def chunk_messages(
     outcome: ChunkOutcome,
     deltas: Iterable[ContributionDelta],
-    contributions: ChunkContributions | None = None,
+    ledger: ChunkLedger | None = None,
 ) -> list[TaggedDelta | ChunkSettled]:
     """What the chunk step sends: its deltas tagged with the ticket, then how many there
-    were, with what the chunk now contributes (`contributions`, the step's new state)."""
+    were, with what the chunk now contributes (`ledger`, the step's new state)."""
     chunk = outcome.event.chunk if isinstance(outcome.event, ChunkExtracted) else None
     tagged: list[TaggedDelta | ChunkSettled] = [
         TaggedDelta(outcome.ticket, outcome.chunk_id, delta) for delta in deltas
@@ -108,17 +108,17 @@ def chunk_messages(
         outcome.vector,
         chunk,
         outcome.failure,
-        mentions_of(contributions),
+        mentions_of(ledger),
     )
     return [*tagged, settled]
 
 
-def mentions_of(contributions: ChunkContributions | None) -> ChunkMentions:
-    if contributions is None:
+def mentions_of(ledger: ChunkLedger | None) -> ChunkMentions:
+    if ledger is None:
         return NO_MENTIONS
     return ChunkMentions(
-        entities=tuple(sorted({c.key for c in contributions.entities})),
-        relations=tuple(sorted({c.key for c in contributions.relations})),
+        entities=tuple(sorted(ledger.entity_keys())),
+        relations=tuple(sorted(set(ledger.relations))),
     )
 
 

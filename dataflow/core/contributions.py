@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import chain
 from operator import attrgetter
@@ -89,7 +89,8 @@ RelationState = Mapping[str, RelationFragment]
 
 @dataclass(frozen=True)
 class ChunkContributions:
-    """Everything one chunk contributed: what its removal must retract."""
+    """Everything one chunk contributes: an extraction as keyed contributions. The chunk
+    step keeps only its `ChunkLedger`."""
 
     chunk_id: str
     entities: tuple[EntityContribution, ...] = ()
@@ -98,23 +99,17 @@ class ChunkContributions:
     def all(self) -> tuple[Contribution, ...]:
         return (*self.entities, *self.relations)
 
-    def __deepcopy__(self, memo: dict[int, object]) -> ChunkContributions:
-        return self  # deeply immutable, so Bytewax's snapshot copy can share it
 
-    def __reduce__(self) -> tuple[Callable[[bytes], ChunkContributions], tuple[bytes]]:
-        """Pickled as one packed blob of rows (dataflow/core/snapshots.py): the chunk step's
-        state is every chunk's extraction, 11 KB a chunk when pickled as objects."""
-        entities = tuple((c.key, c.contribution_id, _values(c.fragment)) for c in self.entities)
-        relations = tuple((c.key, c.contribution_id, _values(c.fragment)) for c in self.relations)
-        return _unpack_chunk_contributions, (pack((self.chunk_id, entities, relations)),)
-
-
-def _unpack_chunk_contributions(blob: bytes) -> ChunkContributions:
+def _unpack_chunk_contributions(blob: bytes) -> ChunkLedger:
+    """Resumes a chunk step's snapshot made before ledgers (December 5, 2026), when the
+    step kept the whole `ChunkContributions`, pickled as this function of its packed rows."""
     chunk_id, entities, relations = cast(_PackedChunk, unpack(blob))
-    return ChunkContributions(
-        chunk_id,
-        tuple(EntityContribution(k, c, _build(EntityFragment, v)) for k, c, v in entities),
-        tuple(RelationContribution(k, c, _build(RelationFragment, v)) for k, c, v in relations),
+    return ChunkLedger.of(
+        ChunkContributions(
+            chunk_id,
+            tuple(EntityContribution(k, c, _build(EntityFragment, v)) for k, c, v in entities),
+            tuple(RelationContribution(k, c, _build(RelationFragment, v)) for k, c, v in relations),
+        )
     )
 
 
@@ -123,6 +118,85 @@ _PackedChunk = tuple[
     tuple[tuple[str, str, tuple[object, ...]], ...],
     tuple[tuple[RelationPair, str, tuple[object, ...]], ...],
 ]
+
+LedgerEntry = tuple[str, object, str]
+"""A contribution's identity: ("entity" or "relation", its key, its contribution id)."""
+
+
+@dataclass(frozen=True)
+class ChunkLedger:
+    """What one chunk contributes, as the chunk step keeps it: the identity of each of its
+    contributions, all that their retraction needs, and one digest of them all, all that
+    the chunk's next extraction needs to tell whether anything changed.
+
+    The fragments themselves are kept once, by the entity and relation steps: kept here as
+    well (the whole `ChunkContributions`), they were 29.2 of the 151 MB of the recovery
+    database at 16,000 documents, where ledgers are 5.9 (docs/design.md, "Compact
+    snapshots"). A chunk's contributions follow from the keys of the entities it describes
+    and the pairs it relates (the ids of the module's docstring: a relation's two ends are
+    mentioned by ``C|other``), so these are all it holds.
+    """
+
+    chunk_id: str
+    entities: tuple[str, ...] = ()  # the entities the chunk describes (id: the chunk's)
+    relations: tuple[RelationPair, ...] = ()  # the pairs it relates (id: the chunk's)
+    digest: bytes = b""  # of every contribution, fragment included
+
+    @staticmethod
+    def of(contributions: ChunkContributions) -> ChunkLedger:
+        chunk_id = contributions.chunk_id
+        ledger = ChunkLedger(
+            chunk_id,
+            tuple(c.key for c in contributions.entities if c.contribution_id == chunk_id),
+            tuple(c.key for c in contributions.relations),
+            contributions_digest(contributions),
+        )
+        if set(ledger.entries()) != {identity(c) for c in contributions.all()}:
+            raise ValueError(f"chunk {chunk_id!r} has contributions its ledger cannot name")
+        return ledger
+
+    def entries(self) -> Iterator[LedgerEntry]:
+        """The identity of each contribution."""
+        chunk_id = self.chunk_id
+        for key in self.entities:
+            yield "entity", key, chunk_id
+        for pair in self.relations:
+            yield "relation", pair, chunk_id
+            yield "entity", pair[0], f"{chunk_id}|{pair[1]}"
+            yield "entity", pair[1], f"{chunk_id}|{pair[0]}"
+
+    def entity_keys(self) -> set[str]:
+        """Every entity the chunk contributes to: those it describes, and both ends of each
+        pair it relates."""
+        return {*self.entities, *(key for pair in self.relations for key in pair)}
+
+    def __deepcopy__(self, memo: dict[int, object]) -> ChunkLedger:
+        return self  # deeply immutable, so Bytewax's snapshot copy can share it
+
+    def __reduce__(self) -> tuple[Callable[[bytes], ChunkLedger], tuple[bytes]]:
+        """Pickled as one packed blob (dataflow/core/snapshots.py)."""
+        return _unpack_chunk_ledger, (
+            pack((self.chunk_id, self.entities, self.relations, self.digest)),
+        )
+
+
+def _unpack_chunk_ledger(blob: bytes) -> ChunkLedger:
+    return ChunkLedger(
+        *cast(tuple[str, tuple[str, ...], tuple[RelationPair, ...], bytes], unpack(blob))
+    )
+
+
+def identity(contribution: Contribution) -> LedgerEntry:
+    kind = "entity" if isinstance(contribution, EntityContribution) else "relation"
+    return kind, contribution.key, contribution.contribution_id
+
+
+def contributions_digest(contributions: ChunkContributions) -> bytes:
+    """16 bytes that change when any contribution of a chunk does: a digest of the repr of
+    their keys, ids and fragments' rows (strings, numbers and tuples of them, whose repr is
+    stable)."""
+    rows = [(identity(c), _values(c.fragment)) for c in contributions.all()]
+    return hashlib.blake2b(repr(rows).encode(), digest_size=16).digest()
 
 
 @dataclass(frozen=True)

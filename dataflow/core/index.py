@@ -14,8 +14,7 @@ from typing import TypeVar
 
 from dataflow.core.chunking import Chunk, ChunkingOptions, Tokenizer
 from dataflow.core.contributions import (
-    ChunkContributions,
-    EntityContribution,
+    ChunkLedger,
     EntityFragment,
     EntityRecord,
     RelationFragment,
@@ -31,6 +30,7 @@ from dataflow.core.steps import (
     ChunkRemoved,
     ContributionDelta,
     DocumentState,
+    EntityDelta,
     update_chunk,
     update_document,
     update_fragments,
@@ -83,7 +83,7 @@ class ReferenceIndex:
         self.document_states: dict[str, DocumentState] = {}
         self.documents: dict[str, DocumentRecord] = {}
         self.chunks: dict[str, Chunk] = {}
-        self.chunk_states: dict[str, ChunkContributions] = {}
+        self.chunk_states: dict[str, ChunkLedger] = {}
         self.entity_states: dict[str, dict[str, EntityFragment]] = {}
         self.relation_states: dict[RelationPair, dict[str, RelationFragment]] = {}
         self.extraction_calls = 0
@@ -126,19 +126,16 @@ class ReferenceIndex:
 
     def _route(self, deltas: Iterable[ContributionDelta]) -> None:
         for delta in deltas:
-            c = delta.contribution
-            if isinstance(c, EntityContribution):
-                entity_fragment = None if delta.retracted else c.fragment
+            if isinstance(delta, EntityDelta):
                 entity_state = update_fragments(
-                    self.entity_states.get(c.key), [(c.contribution_id, entity_fragment)]
+                    self.entity_states.get(delta.key), [(delta.contribution_id, delta.fragment)]
                 )
-                _store(self.entity_states, c.key, entity_state)
+                _store(self.entity_states, delta.key, entity_state)
             else:
-                relation_fragment = None if delta.retracted else c.fragment
                 relation_state = update_fragments(
-                    self.relation_states.get(c.key), [(c.contribution_id, relation_fragment)]
+                    self.relation_states.get(delta.key), [(delta.contribution_id, delta.fragment)]
                 )
-                _store(self.relation_states, c.key, relation_state)
+                _store(self.relation_states, delta.key, relation_state)
 
     def snapshot(self, renderer: Renderer) -> IndexSnapshot:
         entities = {

@@ -8,7 +8,7 @@ relation steps fold in place (`fold_fragments`) and emit drafts, where the
 reference index folds copies (`update_fragments`) and renders at its snapshot.
 
     document step  key doc_id    DocumentState        -> ChunkAdded / ChunkRemoved
-    chunk step     key chunk_id  ChunkContributions   -> ContributionDelta (+ / -)
+    chunk step     key chunk_id  ChunkLedger          -> EntityDelta, RelationDelta (+ / -)
     entity step    key entity    EntityState          -> EntityDraft or deletion
     relation step  key pair      RelationState        -> RelationDraft or deletion
 """
@@ -17,15 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Generic, TypeVar, cast
 
 from dataflow.core.chunking import Chunk, ChunkingOptions, Tokenizer, chunk_document, diff_chunks
 from dataflow.core.contributions import (
-    ChunkContributions,
+    ChunkLedger,
     Contribution,
+    EntityContribution,
     EntityFragment,
+    LedgerEntry,
     RelationFragment,
+    RelationPair,
     contributions_for_chunk,
+    identity,
 )
 from dataflow.core.documents import (
     DocumentChange,
@@ -40,6 +44,7 @@ from dataflow.core.extraction import Extraction
 from dataflow.core.tally import FragmentTally
 
 F = TypeVar("F", EntityFragment, RelationFragment)
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -189,34 +194,64 @@ class ChunkExtracted:
 
 
 @dataclass(frozen=True)
-class ContributionDelta:
-    contribution: Contribution
-    retracted: bool = False
+class _Delta(Generic[K, F]):
+    """A chunk's contribution to `key` added or changed (`fragment`), or retracted
+    (`fragment` None: a retraction needs only the key and the contribution id)."""
+
+    key: K
+    contribution_id: str
+    fragment: F | None = None
+
+    @property
+    def retracted(self) -> bool:
+        return self.fragment is None
+
+
+class EntityDelta(_Delta[str, EntityFragment]):
+    """A delta of an entity's fragments."""
+
+
+class RelationDelta(_Delta[RelationPair, RelationFragment]):
+    """A delta of a relation's fragments."""
+
+
+ContributionDelta = EntityDelta | RelationDelta
 
 
 def update_chunk(
-    state: ChunkContributions | None, event: ChunkExtracted | ChunkRemoved
-) -> tuple[ChunkContributions | None, tuple[ContributionDelta, ...]]:
+    state: ChunkLedger | None, event: ChunkExtracted | ChunkRemoved
+) -> tuple[ChunkLedger | None, tuple[ContributionDelta, ...]]:
     """Emit the difference between what a chunk contributed and what it now contributes.
 
-    Retractions are exactly the stored contributions (the LLM is never asked
-    again). Re-delivering the same extraction emits nothing, so replays are free.
+    Retractions are exactly the contributions the ledger names (the LLM is never asked
+    again). Re-delivering the same extraction emits nothing, so replays are free. A chunk
+    extracted again with a different result (a retry, another model) retracts what it no
+    longer contributes and adds all it does: the ledger keeps one digest of the chunk's
+    contributions, not one for each (docs/design.md, "Compact snapshots").
     """
-    old = _by_identity(state)
+    old = list(state.entries()) if state is not None else []
     if isinstance(event, ChunkRemoved):
-        new_state = None
-    else:
-        new_state = contributions_for_chunk(event.chunk, event.extraction)
-    new = _by_identity(new_state)
-    retractions = [ContributionDelta(c, retracted=True) for k, c in old.items() if k not in new]
-    additions = [ContributionDelta(c) for k, c in new.items() if old.get(k) != c]
-    return new_state, (*retractions, *additions)
+        return None, tuple(_retraction(entry) for entry in old)
+    found = contributions_for_chunk(event.chunk, event.extraction)
+    new_state = ChunkLedger.of(found)
+    if state is not None and state.digest == new_state.digest:
+        return new_state, ()
+    kept = {identity(c) for c in found.all()}
+    retractions = [_retraction(entry) for entry in old if entry not in kept]
+    return new_state, (*retractions, *map(_addition, found.all()))
 
 
-def _by_identity(state: ChunkContributions | None) -> dict[tuple[object, ...], Contribution]:
-    if state is None:
-        return {}
-    return {(type(c).__name__, c.key, c.contribution_id): c for c in state.all()}
+def _retraction(entry: LedgerEntry) -> ContributionDelta:
+    kind, key, contribution_id = entry
+    if kind == "entity":
+        return EntityDelta(cast(str, key), contribution_id)
+    return RelationDelta(cast(RelationPair, key), contribution_id)
+
+
+def _addition(contribution: Contribution) -> ContributionDelta:
+    if isinstance(contribution, EntityContribution):
+        return EntityDelta(contribution.key, contribution.contribution_id, contribution.fragment)
+    return RelationDelta(contribution.key, contribution.contribution_id, contribution.fragment)
 
 
 def update_fragments(

@@ -45,8 +45,7 @@ from dataflow.core.commit import (
     written_acks,
 )
 from dataflow.core.contributions import (
-    ChunkContributions,
-    EntityContribution,
+    ChunkLedger,
     EntityRecord,
     RelationPair,
     RelationRecord,
@@ -79,6 +78,7 @@ from dataflow.core.steps import (
     ChunkAdded,
     ChunkExtracted,
     DocumentState,
+    EntityDelta,
     update_chunk,
     update_document,
     update_fragments,
@@ -155,7 +155,7 @@ class Pipeline:
         default_factory=dict
     )
     document_states: dict[str, DocumentState] = field(default_factory=dict)
-    chunk_states: dict[str, ChunkContributions] = field(default_factory=dict)
+    chunk_states: dict[str, ChunkLedger] = field(default_factory=dict)
     fragments: dict[object, dict] = field(default_factory=dict)
     folded: dict[object, frozenset[int]] = field(default_factory=dict)  # key -> delta ids
     acks: dict[object, Counter[tuple[Ticket, str]]] = field(default_factory=dict)
@@ -268,34 +268,33 @@ class Pipeline:
             if isinstance(message, ChunkSettled):
                 self.send(receiver, ("commit", message.ticket.doc_id), message)
                 continue
-            contribution = message.delta.contribution
-            kind = "entity" if isinstance(contribution, EntityContribution) else "relation"
+            delta = message.delta
+            kind = "entity" if isinstance(delta, EntityDelta) else "relation"
             self.next_delta += 1
             self.deltas_of[message.ticket].add(self.next_delta)
-            self.send(receiver, (kind, contribution.key), message, self.next_delta)
+            self.send(receiver, (kind, delta.key), message, self.next_delta)
 
     def _fold(self, key: object, tagged: TaggedDelta, delta_id: int) -> None:
         """The entity or relation step for one batch of one delta, then the render step;
         the render waits on the key's worker for its write."""
-        contribution = tagged.delta.contribution
+        delta = tagged.delta
         acks = self.acks.setdefault(key, Counter())
         count_deltas(acks, [tagged])
-        fragment = None if tagged.delta.retracted else contribution.fragment
         fragments = update_fragments(
-            self.fragments.get(key), [(contribution.contribution_id, fragment)]
+            self.fragments.get(key), [(delta.contribution_id, delta.fragment)]
         )
         self.folded[key] = self.folded.get(key, frozenset()) | {delta_id}
         released = release_acks(acks)
         self.acks[key] = Counter()
         rendered: EntityRendered | RelationRendered
-        if isinstance(contribution, EntityContribution):
-            record = RENDERER.entity(contribution.key, fragments or {})
+        if isinstance(delta, EntityDelta):
+            record = RENDERER.entity(delta.key, fragments or {})
             vector = vector_of(record.embedding_text) if record else None
-            rendered = EntityRendered(contribution.key, record, vector, released)
+            rendered = EntityRendered(delta.key, record, vector, released)
         else:
-            relation = RENDERER.relation(contribution.key, fragments or {})
+            relation = RENDERER.relation(delta.key, fragments or {})
             vector = vector_of(relation.embedding_text) if relation else None
-            rendered = RelationRendered(contribution.key, relation, vector, released)
+            rendered = RelationRendered(delta.key, relation, vector, released)
         if fragments is None:
             self.fragments.pop(key, None)
         else:

@@ -6,15 +6,13 @@ import pickle
 from datetime import timedelta
 
 from dataflow.core.contributions import (
-    EntityContribution,
     EntityFragment,
-    RelationContribution,
     RelationFragment,
     entity_draft,
     relation_draft,
 )
 from dataflow.core.messages import TaggedDelta, Ticket
-from dataflow.core.steps import ContributionDelta
+from dataflow.core.steps import EntityDelta, RelationDelta
 from dataflow.core.tally import EntityTally, RelationTally
 from dataflow.flow import _EntityLogic, _RelationLogic
 
@@ -27,9 +25,7 @@ def said(n: int, text: str = "a mathematician") -> EntityFragment:
 
 def entity_delta(n: int, fragment: EntityFragment | None = None) -> TaggedDelta:
     """Chunk `n`'s fragment of "ada" added (`fragment`), or retracted (None)."""
-    contribution = EntityContribution("ada", f"c{n}", fragment or said(n))
-    retracted = fragment is None
-    return TaggedDelta(TICKET, f"c{n}", ContributionDelta(contribution, retracted))
+    return TaggedDelta(TICKET, f"c{n}", EntityDelta("ada", f"c{n}", fragment))
 
 
 def emitted(logic, batch):
@@ -78,8 +74,9 @@ def test_a_resumed_key_builds_its_totals_again_when_next_touched():
 def test_a_relation_keeps_running_totals_too():
     def delta(n: int, strength: float, retracted: bool = False) -> TaggedDelta:
         fragment = RelationFragment("Ada", "Bob", ("met",), "met", strength, f"c{n}", "a", "a")
-        contribution = RelationContribution(("ada", "bob"), f"c{n}", fragment)
-        return TaggedDelta(TICKET, f"c{n}", ContributionDelta(contribution, retracted))
+        return TaggedDelta(
+            TICKET, f"c{n}", RelationDelta(("ada", "bob"), f"c{n}", None if retracted else fragment)
+        )
 
     logic = _RelationLogic(None, timedelta(0), tally_over=2)
     draft = emitted(logic, [delta(1, 1e16), delta(2, 1.0)])
