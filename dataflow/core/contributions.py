@@ -131,7 +131,7 @@ class ChunkLedger:
 
     The fragments themselves are kept once, by the entity and relation steps: kept here as
     well (the whole `ChunkContributions`), they were 29.2 of the 151 MB of the recovery
-    database at 16,000 documents, where ledgers are 5.9 (docs/design.md, "Compact
+    database at 16,000 documents, where ledgers are 6.8 (docs/design.md, "Compact
     snapshots"). A chunk's contributions follow from the keys of the entities it describes
     and the pairs it relates (the ids of the module's docstring: a relation's two ends are
     mentioned by ``C|other``), so these are all it holds.
