@@ -97,7 +97,9 @@ def run_indexer(
     dataflow completes as a one-shot run does, and the recovery database holds a final
     snapshot the next run resumes from (one line is printed, no traceback). A second
     signal stops at once; the next run then resumes from the last completed epoch.
-    A run that completes gives its partitions' free pages back to the filesystem.
+    A run that completes tidies its recovery partitions (`RecoveryPartitions.tidy`): the
+    snapshots of keys that are gone are dropped and each file is written again from its
+    live rows.
     """
     if on_commit is not None:
         components.on_commit = on_commit
@@ -158,7 +160,7 @@ def run_indexer(
     if stop.cannot_go_on_reason is not None:
         raise RunCannotGoOn(stop.cannot_go_on_reason)
     if completed and partitions is not None:
-        partitions.give_back_free_pages()
+        partitions.tidy(rewrite=True)
 
 
 def _partitions_hint(partitions: RecoveryPartitions | None) -> str:

@@ -29,6 +29,7 @@ from connectors.vectors.edge import EdgeVectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
 from dataflow.core.contributions import RelationPair
 from dataflow.core.messages import NO_MENTIONS, ChunkMentions
+from kgstream.recovery import committed_epoch, read_partitions
 
 T = TypeVar("T")
 
@@ -95,9 +96,7 @@ def compact(redis: EmbeddedRedis, vectors: EdgeVectorStore, recovery_dir: Path) 
 
 
 # Bytewax's own garbage rule: a snapshot is garbage once a later one of the same key is
-# committed. Bytewax applies it as it goes, keeping the last snapshot of every key even
-# when that is a deletion (a NULL change, which still names the key: a document id, an
-# entity name, a chunk id).
+# committed. Bytewax applies it as it goes; a run stopped at once may leave some.
 _SUPERSEDED = """
     DELETE FROM snaps WHERE (step_id, state_key, snap_epoch) IN (
         SELECT older.step_id, older.state_key, older.snap_epoch
@@ -107,46 +106,27 @@ _SUPERSEDED = """
         USING (step_id, state_key)
         WHERE older.snap_epoch < latest.snap_epoch)
 """
-# A key whose committed last snapshot is a deletion resumes with no state either way.
-_DISCARDED = """
-    DELETE FROM snaps WHERE ser_change IS NULL AND snap_epoch <= :committed
-    AND NOT EXISTS (SELECT 1 FROM snaps AS later WHERE later.step_id = snaps.step_id
-                    AND later.state_key = snaps.state_key
-                    AND later.snap_epoch > snaps.snap_epoch)
-"""
 
 
 def compact_recovery(recovery_dir: Path) -> None:
-    """Drop superseded and discarded snapshots from every recovery partition, then
-    VACUUM it (rewriting the file without free pages, and letting each start give back
-    the pages it frees from then on, as new partitions do: `recovery.make_reclaimable`)
-    and empty its write-ahead log.
+    """Drop superseded snapshots from every recovery partition, then tidy them as a run's
+    end does (`RecoveryPartitions.tidy`): the snapshots of keys that are gone are dropped
+    and each file is written again from its live rows, its write-ahead log emptied.
 
     Only snapshots up to the epoch every partition has committed are touched, so a
     resume loads exactly the state it loaded before."""
-    partitions = sorted(recovery_dir.glob("*.sqlite3"))
-    if not partitions:
+    partitions = read_partitions(recovery_dir)
+    paths = partitions.paths()
+    if not paths:
         return
-    committed = min(_committed_epoch(path) for path in partitions)
-    for path in partitions:
+    committed = min(committed_epoch(path) for path in paths)
+    for path in paths:
         connection = sqlite3.connect(path, isolation_level=None)
         try:
             connection.execute("PRAGMA secure_delete = ON")
             with connection:
                 connection.execute("BEGIN")
                 connection.execute(_SUPERSEDED, {"committed": committed})
-                connection.execute(_DISCARDED, {"committed": committed})
-            connection.execute("PRAGMA auto_vacuum = INCREMENTAL")  # set by the VACUUM
-            connection.execute("VACUUM")
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             connection.close()
-
-
-def _committed_epoch(path: Path) -> int:
-    connection = sqlite3.connect(path)
-    try:
-        row = connection.execute("SELECT MIN(commit_epoch) FROM commits").fetchone()
-    finally:
-        connection.close()
-    return int(row[0]) if row and row[0] is not None else -1
+    partitions.tidy(rewrite=True)

@@ -17,6 +17,9 @@ from __future__ import annotations
 import pickle
 import shutil
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,13 +43,23 @@ class RecoveryPartitions:
         held = ", ".join(f"part-{index}" for index in self.held)
         return f"recovery partitions {held} of {self.count} in {self.directory}"
 
-    def give_back_free_pages(self) -> None:
-        """`give_back_free_pages` on each partition this process holds: at start, before
-        Bytewax opens them, and after a run that ended (Bytewax has closed them). A run's
-        end rewrites every key's snapshot (Bytewax snapshots each key at the end of the
-        input), which left half of a partition free pages until the next start."""
-        for index in self.held:
-            give_back_free_pages(self.directory / f"part-{index}.sqlite3")
+    def paths(self) -> list[Path]:
+        return [self.directory / f"part-{index}.sqlite3" for index in self.held]
+
+    def tidy(self, *, rewrite: bool = False) -> None:
+        """Before Bytewax opens this process's partitions (at start) and after a run that
+        ended (Bytewax has closed them): drop the snapshots of the keys that are gone, when
+        this process holds the whole set (`drop_discarded`), then give the free pages back
+        (`give_back_free_pages`), or with `rewrite` write each file again from its live rows
+        (`rewrite_partition`). A run's end snapshots every key again (Bytewax does at the
+        end of the input), which left half of a partition free pages until the next start;
+        the rewrite also packs the rows that Bytewax's churn left scattered over half-empty
+        pages (at 16,000 documents: 115.7 MB of pages for 106.4 MB rewritten)."""
+        paths = self.paths()
+        if paths and len(paths) == self.count:
+            drop_discarded(paths)
+        for path in paths:
+            (rewrite_partition if rewrite else give_back_free_pages)(path)
 
 
 def share(process_id: int, processes: int, count: int) -> tuple[int, ...]:
@@ -63,7 +76,7 @@ def prepare_recovery(
     cluster's first run, and new partitions would not match it."""
     if directory.is_dir():
         partitions = read_partitions(directory)
-        partitions.give_back_free_pages()
+        partitions.tidy()
         return partitions
     if processes > 1 and index_exists:
         directory.mkdir(parents=True)
@@ -113,6 +126,67 @@ def give_back_free_pages(partition: Path) -> None:
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         connection.close()
+
+
+def rewrite_partition(partition: Path) -> None:
+    """Write `partition` again from its live rows (VACUUM, keeping it reclaimable) and empty
+    its write-ahead log. Run while Bytewax does not have it open."""
+    connection = sqlite3.connect(partition, isolation_level=None)
+    try:
+        connection.execute("PRAGMA auto_vacuum = INCREMENTAL")  # set by the VACUUM
+        connection.execute("VACUUM")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+
+
+def drop_discarded(partitions: Sequence[Path]) -> None:
+    """Delete every snapshot of each key whose last committed snapshot says it is gone.
+
+    Bytewax keeps a key's last snapshot even when that is a deletion (a NULL change, which
+    still names the key), so every key ever discarded kept a row: every chunk an edit
+    replaced, every document's finished commit, every entity and relation that lost its
+    last fragment (at 16,000 documents, 16,066 of 124,000 rows). Such a key resumes with no
+    state with or without its rows, unless another partition holds an older snapshot of it
+    (a key moves to another worker's partition when the number of workers changes): so a
+    key is dropped only when no other partition names it, and `partitions` must be the
+    whole set. Only snapshots every partition has committed are touched, so a resume loads
+    what it loaded before."""
+    committed = min(committed_epoch(path) for path in partitions)
+    named: Counter[tuple[str, str]] = Counter()
+    if len(partitions) > 1:
+        for path in partitions:
+            with closing(sqlite3.connect(path)) as connection:
+                named.update(connection.execute("SELECT DISTINCT step_id, state_key FROM snaps"))
+    for path in partitions:
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            with connection:
+                connection.execute("BEGIN")
+                gone = connection.execute(_DISCARDED, {"committed": committed}).fetchall()
+                connection.executemany(
+                    "DELETE FROM snaps WHERE step_id = ? AND state_key = ? AND snap_epoch <= ?",
+                    [(step, key, epoch) for step, key, epoch in gone if named[step, key] <= 1],
+                )
+        finally:
+            connection.close()
+
+
+# The keys whose last snapshot in a partition is a committed deletion, with its epoch.
+_DISCARDED = """
+    SELECT step_id, state_key, snap_epoch FROM snaps
+    WHERE ser_change IS NULL AND snap_epoch <= :committed
+    AND NOT EXISTS (SELECT 1 FROM snaps AS later WHERE later.step_id = snaps.step_id
+                    AND later.state_key = snaps.state_key
+                    AND later.snap_epoch > snaps.snap_epoch)
+"""
+
+
+def committed_epoch(partition: Path) -> int:
+    """The epoch `partition` has committed (-1 before its first commit)."""
+    with closing(sqlite3.connect(partition)) as connection:
+        row = connection.execute("SELECT MIN(commit_epoch) FROM commits").fetchone()
+    return int(row[0]) if row and row[0] is not None else -1
 
 
 _INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL

@@ -5,6 +5,7 @@ and the cluster flags a user can get wrong. Bytewax's own behaviour with these l
 import base64
 import sqlite3
 import zlib
+from contextlib import closing
 
 import pytest
 
@@ -130,6 +131,54 @@ def test_a_partition_gives_back_its_free_pages_when_the_next_run_starts(tmp_path
     assert path.stat().st_size == left * 4096
     with sqlite3.connect(path) as connection:  # what was live is still there
         assert connection.execute("SELECT state_key FROM snaps").fetchall() == [("hub-0",)]
+
+
+def record(path, epoch: int, *snapshots: tuple[str, int, bytes | None]) -> None:
+    """Write `snapshots` (state key, epoch, change) of one step into a partition, which has
+    committed `epoch`."""
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.executemany(
+            "INSERT INTO snaps (step_id, state_key, snap_epoch, ser_change) VALUES (?,?,?,?)",
+            [("kgstream.chunk", key, at, change) for key, at, change in snapshots],
+        )
+        connection.execute(
+            "INSERT INTO commits (part_index, commit_epoch) SELECT part_index, ? FROM parts",
+            (epoch,),
+        )
+
+
+def snapshots(path) -> list[tuple[str, int]]:
+    with closing(sqlite3.connect(path)) as connection:
+        rows = connection.execute("SELECT state_key, snap_epoch FROM snaps ORDER BY 1, 2")
+        return rows.fetchall()
+
+
+def test_a_tidy_drops_the_keys_that_are_gone_unless_another_partition_names_them(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 2, index_exists=False)
+    first, second = made.paths()
+    record(
+        first,
+        6,
+        ("alive", 3, b"a"),
+        ("gone", 2, b"before"),  # not yet collected by Bytewax
+        ("gone", 4, None),
+        ("moved", 2, b"m"),  # resumes as this: the other partition's deletion is not its last
+        ("uncommitted", 6, None),  # deleted in an epoch the other partition has not committed
+    )
+    record(second, 5, ("moved", 1, None), ("deleted-twice", 3, None), ("deleted-twice", 4, None))
+
+    made.tidy()
+
+    assert snapshots(first) == [("alive", 3), ("moved", 2), ("uncommitted", 6)]
+    assert snapshots(second) == [("moved", 1)]
+
+
+def test_a_process_that_holds_part_of_the_set_keeps_every_deletion(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 2, 1, index_exists=False)
+    (path,) = made.paths()
+    record(path, 5, ("gone", 2, None))  # another process's partition may hold "gone" too
+    made.tidy(rewrite=True)
+    assert snapshots(path) == [("gone", 2)]
 
 
 @pytest.mark.parametrize(
