@@ -30,9 +30,12 @@ from bytewax.recovery import (
 )
 from bytewax.run import cli_main
 
+from connectors.errors import StoreUnavailable, store_outages
+from connectors.redis.graph_store import GraphStore
 from dataflow.components import Components
 from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
+from dataflow.core.snapshots import use_dictionary
 from dataflow.flow import build_flow
 from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.recovery import RecoveryPartitions, legacy_commit_in_flight, prepare_recovery
@@ -98,8 +101,9 @@ def run_indexer(
     snapshot the next run resumes from (one line is printed, no traceback). A second
     signal stops at once; the next run then resumes from the last completed epoch.
     A run that completes tidies its recovery partitions (`RecoveryPartitions.tidy`): the
-    snapshots of keys that are gone are dropped and each file is written again from its
-    live rows.
+    snapshots of keys that are gone are dropped, the small ones are packed with the index's
+    snapshot dictionary (trained and kept in the graph store at the first run's end that has
+    enough of them), and each file is written again from its live rows.
     """
     if on_commit is not None:
         components.on_commit = on_commit
@@ -116,6 +120,7 @@ def run_indexer(
     flow = build_flow(source, components, retries=retries, lanes=lanes)
     recovery, partitions = None, None
     if options.recovery:
+        use_dictionary(components.stores.graph.snapshot_dictionary())
         index_exists = components.stores.graph.version() > 0
         recovery, partitions = recovery_config(data_dir, options, index_exists)
         stuck = legacy_commit_in_flight(partitions.directory)
@@ -160,7 +165,22 @@ def run_indexer(
     if stop.cannot_go_on_reason is not None:
         raise RunCannotGoOn(stop.cannot_go_on_reason)
     if completed and partitions is not None:
-        partitions.tidy(rewrite=True)
+        partitions.tidy(rewrite=True, keep_dictionary=_keeper(components.stores.graph))
+
+
+def _keeper(graph: GraphStore) -> Callable[[bytes], bytes | None]:
+    """Keep a new snapshot dictionary in the graph store (`RecoveryPartitions.tidy`); when
+    the store cannot be reached at the end of a run, it is kept at a later run's end."""
+
+    def keep(dictionary: bytes) -> bytes | None:
+        try:
+            with store_outages(graph.workspace):
+                return graph.keep_snapshot_dictionary(dictionary)
+        except StoreUnavailable as error:
+            _LOGGER.warning("%s; the snapshot dictionary is made at a later run's end", error)
+            return None
+
+    return keep
 
 
 def _partitions_hint(partitions: RecoveryPartitions | None) -> str:

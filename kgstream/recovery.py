@@ -18,13 +18,26 @@ import pickle
 import shutil
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from bytewax.recovery import init_db_dir
 
+from dataflow.core.contributions import ChunkLedger
+from dataflow.core.snapshots import (
+    DICTIONARY_SAMPLES,
+    SMALL_STATE,
+    compress,
+    current_dictionary,
+    is_packed,
+    packed_with,
+    raw,
+    train_dictionary,
+    use_dictionary,
+)
+from dataflow.core.steps import DocumentState
 from kgstream.commands.common import UserError
 
 
@@ -46,10 +59,17 @@ class RecoveryPartitions:
     def paths(self) -> list[Path]:
         return [self.directory / f"part-{index}.sqlite3" for index in self.held]
 
-    def tidy(self, *, rewrite: bool = False) -> None:
+    def tidy(
+        self,
+        *,
+        rewrite: bool = False,
+        keep_dictionary: Callable[[bytes], bytes | None] | None = None,
+    ) -> None:
         """Before Bytewax opens this process's partitions (at start) and after a run that
         ended (Bytewax has closed them): drop the snapshots of the keys that are gone, when
-        this process holds the whole set (`drop_discarded`), then give the free pages back
+        this process holds the whole set (`drop_discarded`); with `keep_dictionary`, when
+        the index has no snapshot dictionary yet, train one and pack the small snapshots
+        with it (`pack_with_a_dictionary`); then give the free pages back
         (`give_back_free_pages`), or with `rewrite` write each file again from its live rows
         (`rewrite_partition`). A run's end snapshots every key again (Bytewax does at the
         end of the input), which left half of a partition free pages until the next start;
@@ -58,6 +78,8 @@ class RecoveryPartitions:
         paths = self.paths()
         if paths and len(paths) == self.count:
             drop_discarded(paths)
+        if paths and keep_dictionary is not None and current_dictionary() is None:
+            pack_with_a_dictionary(paths, keep_dictionary)
         for path in paths:
             (rewrite_partition if rewrite else give_back_free_pages)(path)
 
@@ -170,6 +192,87 @@ def drop_discarded(partitions: Sequence[Path]) -> None:
                 )
         finally:
             connection.close()
+
+
+def pack_with_a_dictionary(
+    partitions: Sequence[Path], keep_dictionary: Callable[[bytes], bytes | None]
+) -> None:
+    """Train a dictionary on a sample of the small packed snapshots in `partitions`, keep it
+    (`keep_dictionary` returns the one to use, since another process may have kept one
+    first, or None when it cannot keep one now), use it from now on, and pack every small
+    snapshot in `partitions` again with it. Does nothing while there are too few small
+    snapshots to train on (`snapshots.train_dictionary`)."""
+    samples: list[bytes] = []
+    for path in partitions:
+        with closing(sqlite3.connect(path)) as connection:
+            rows = connection.execute(
+                _SMALL_SNAPSHOTS + " ORDER BY random() LIMIT ?",
+                (SMALL_STATE, 2 * DICTIONARY_SAMPLES),
+            )
+            samples += [raw(blob) for (*_, blob) in map(_packed_blob, rows) if blob]
+    trained = train_dictionary(samples)
+    kept = keep_dictionary(trained) if trained is not None else None
+    if kept is None:
+        return
+    use_dictionary(kept)
+    for path in partitions:
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            with connection:
+                connection.execute("BEGIN")
+                small = connection.execute(_SMALL_SNAPSHOTS, (SMALL_STATE,)).fetchall()
+                connection.executemany(
+                    "UPDATE snaps SET ser_change = ? "
+                    "WHERE step_id = ? AND state_key = ? AND snap_epoch = ?",
+                    [
+                        (_repacked(value), step, key, epoch)
+                        for step, key, epoch, value in map(_unpickled, small)
+                        if _repackable(value)
+                    ],
+                )
+        finally:
+            connection.close()
+
+
+_SMALL_SNAPSHOTS = """
+    SELECT step_id, state_key, snap_epoch, ser_change FROM snaps
+    WHERE ser_change IS NOT NULL AND length(ser_change) < ?
+"""
+
+
+def _unpickled(row: tuple[str, str, int, bytes]) -> tuple[str, str, int, object]:
+    step, key, epoch, change = row
+    return step, key, epoch, pickle.loads(change)
+
+
+def _packed_blob(row: tuple[str, str, int, bytes]) -> tuple[str, str, int, bytes | None]:
+    """A snapshot row with the packed blob its state is (the entity and relation steps') or
+    holds (a chunk ledger, a document's state), or None."""
+    step, key, epoch, value = _unpickled(row)
+    if isinstance(value, bytes) and is_packed(value):
+        return step, key, epoch, value
+    if isinstance(value, _PACKED_STATES):
+        return step, key, epoch, value.packed()
+    return step, key, epoch, None
+
+
+def _repackable(value: object) -> bool:
+    if isinstance(value, bytes):
+        return is_packed(value) and packed_with(value) != current_dictionary()
+    return isinstance(value, _PACKED_STATES)
+
+
+_PACKED_STATES = (ChunkLedger, DocumentState)
+"""The states that pickle as a packed blob of themselves (`__reduce__`), so that pickling
+them again packs them with the current dictionary."""
+
+
+def _repacked(value: object) -> bytes:
+    """The snapshot of `value` packed with the current dictionary (a ledger or a document's
+    state packs itself)."""
+    if isinstance(value, bytes):
+        value = compress(raw(value))
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # The keys whose last snapshot in a partition is a committed deletion, with its epoch.

@@ -28,6 +28,7 @@ the per-slot writes.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -525,6 +526,24 @@ class GraphStore:
     def source_hold(self) -> str | None:
         reason = self._client.get(self.keys.source_hold)
         return None if reason is None else str(reason)
+
+    def snapshot_dictionary(self) -> bytes | None:
+        """The dictionary the indexer packs its small recovery snapshots with, if it has
+        one (dataflow/core/snapshots.py). It is kept here, not in the recovery database,
+        because every process of a cluster reads this store, and any of them may restore a
+        key another one snapshotted."""
+        encoded = self._client.get(self.keys.snapshot_dictionary)
+        return None if encoded is None else base64.b64decode(encoded)
+
+    def keep_snapshot_dictionary(self, dictionary: bytes) -> bytes:
+        """Keep `dictionary` unless one is kept already (a cluster's processes may train
+        one each at once): the one kept, which every snapshot must use."""
+        encoded = base64.b64encode(dictionary).decode()
+        while not self._client.set(self.keys.snapshot_dictionary, encoded, nx=True):
+            kept = self.snapshot_dictionary()
+            if kept is not None:  # else cleared since: try again
+                return kept
+        return dictionary
 
     def record_dead_letter(self, origin: str, reason: str, at: float) -> None:
         """Remember a message the indexer could not decode (for `kgstream status`).

@@ -13,7 +13,8 @@ never end or open a hash tag)::
     kg:<ws>:doc:{E(doc_id)}           hash     DocumentRecord + created_at, updated_at
     kg:<ws>:docstatus:<STATUS>        zset     doc ids with that status (score 0: id order)
 
-plus single keys for the consumer lag, dead letters, retry requests and the source hold.
+plus single keys for the consumer lag, dead letters, retry requests, the source hold and
+the dictionary the recovery snapshots are packed with (base64).
 
 On a Redis Cluster the part in braces is the hash tag: an entity, its adjacency set and
 the relations it is the source of share one slot, and every other record has a slot of
@@ -99,6 +100,10 @@ class KeyLayout:
     @property
     def source_hold(self) -> str:
         return f"{self.prefix}source_hold"
+
+    @property
+    def snapshot_dictionary(self) -> str:
+        return f"{self.prefix}snapshot_dictionary"
 
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"

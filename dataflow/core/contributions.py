@@ -175,9 +175,10 @@ class ChunkLedger:
 
     def __reduce__(self) -> tuple[Callable[[bytes], ChunkLedger], tuple[bytes]]:
         """Pickled as one packed blob (dataflow/core/snapshots.py)."""
-        return _unpack_chunk_ledger, (
-            pack((self.chunk_id, self.entities, self.relations, self.digest)),
-        )
+        return _unpack_chunk_ledger, (self.packed(),)
+
+    def packed(self) -> bytes:
+        return pack((self.chunk_id, self.entities, self.relations, self.digest))
 
 
 def _unpack_chunk_ledger(blob: bytes) -> ChunkLedger:

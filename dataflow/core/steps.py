@@ -15,7 +15,7 @@ reference index folds copies (`update_fragments`) and renders at its snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar, cast
 
@@ -41,6 +41,7 @@ from dataflow.core.documents import (
     prepare_document,
 )
 from dataflow.core.extraction import Extraction
+from dataflow.core.snapshots import pack, unpack
 from dataflow.core.tally import FragmentTally
 
 F = TypeVar("F", EntityFragment, RelationFragment)
@@ -57,6 +58,19 @@ class DocumentState:
 
     def __deepcopy__(self, memo: dict[int, object]) -> DocumentState:
         return self  # deeply immutable, so Bytewax's snapshot copy can share it
+
+    def __reduce__(self) -> tuple[Callable[[bytes], DocumentState], tuple[bytes]]:
+        """Pickled as one packed blob (dataflow/core/snapshots.py), where its class and field
+        names were most of a document's snapshot (288 bytes; 112 packed with the index's
+        dictionary). A state pickled as the object before still loads as one."""
+        return _unpack_document_state, (self.packed(),)
+
+    def packed(self) -> bytes:
+        return pack((self.content_hash, self.file_path, self.chunk_ids))
+
+
+def _unpack_document_state(blob: bytes) -> DocumentState:
+    return DocumentState(*cast(tuple[str, str, tuple[str, ...]], unpack(blob)))
 
 
 @dataclass(frozen=True)

@@ -63,12 +63,12 @@ def chunk(n: int = 1) -> Chunk:
     return Chunk(chunk_id(n), "news/2021/forum.md", 0, "text", 1, "news/2021/forum.md")
 
 
-def pickled_as_objects(state: ChunkContributions) -> bytes:
-    """`state` pickled as the code before packing pickled it: the dataclass's own fields."""
+def pickled_as_objects(state: object) -> bytes:
+    """`state` (a dataclass) pickled as the code before packing pickled it: its own fields."""
 
     class Before(pickle.Pickler):
         def reducer_override(self, obj):
-            if isinstance(obj, ChunkContributions):
+            if type(obj) is type(state):
                 return copyreg.__newobj__, (type(obj),), dict(vars(obj))
             return NotImplemented
 

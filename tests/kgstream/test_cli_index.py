@@ -1,14 +1,19 @@
 """`kgstream index`, `status` and `export` on the embedded stores, as a user runs them."""
 
+import io
 import itertools
 import json
+import pickle
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+import zstandard
 
+from dataflow.core.snapshots import SMALL_STATE, is_packed, packed_with, raw
 from kgstream.cli import main
+from tests.kgstream.processes import clean_environment, finish, kgstream
 
 DOCS = {
     "team/alice.md": "Alice Moreau founded Northwind Labs in Lisbon. She leads the Atlas Project.",
@@ -259,3 +264,65 @@ def test_index_leaves_every_llm_reply_in_the_cache_file(llm_server, monkeypatch,
     (tmp_path / "second" / cache).write_bytes((tmp_path / "first" / cache).read_bytes())
     index(folder, tmp_path / "second")
     assert llm_server.chat_calls == calls
+
+
+class _Blobs(pickle.Unpickler):
+    """Loads a snapshot row as the packed blob it holds, not the state it restores to."""
+
+    def find_class(self, module, name):
+        if name in ("_unpack_chunk_ledger", "_unpack_document_state"):
+            return lambda blob: blob
+        return super().find_class(module, name)
+
+
+def dictionaries_of_small_snapshots(data: Path) -> set[int | None]:
+    """The dictionaries the small packed snapshots in `data`'s recovery partition name."""
+    found = set()
+    with closing(sqlite3.connect(data / "recovery" / "part-0.sqlite3")) as connection:
+        for (change,) in connection.execute(
+            "SELECT ser_change FROM snaps WHERE ser_change IS NOT NULL"
+        ):
+            blob = _Blobs(io.BytesIO(change)).load()
+            if isinstance(blob, bytes) and is_packed(blob) and len(raw(blob)) < SMALL_STATE:
+                found.add(packed_with(blob))
+    return found
+
+
+def stored_dictionary(data: Path) -> bytes | None:
+    from connectors.stores import StoreLocations, open_stores
+
+    with open_stores(StoreLocations(data), "test-embedding-model-384", 384) as stores:
+        return stores.graph.snapshot_dictionary()
+
+
+def test_the_first_run_with_enough_small_snapshots_packs_them_with_a_dictionary_kept_for_good(
+    tmp_path, llm_server
+):
+    """A run's end trains the index's snapshot dictionary once there are enough small
+    snapshots, keeps it in the graph store and packs every small snapshot with it; the next
+    run, a new process that knows the dictionary only from the graph store, reads them,
+    packs what it writes with the same dictionary, and indexes exactly what a fresh run
+    does."""
+    from bench.corpus import generate_corpus, revise_document
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    corpus = generate_corpus(400, seed=3)
+    write(folder, corpus)
+    index(folder, data)
+
+    dictionary = stored_dictionary(data)
+    assert dictionary is not None
+    kept = zstandard.ZstdCompressionDict(dictionary).dict_id()
+    assert dictionaries_of_small_snapshots(data) == {kept}
+
+    edited, deleted = sorted(corpus)[:2]
+    write(folder, {edited: revise_document(corpus[edited], seed=1)})
+    (folder / deleted).unlink()
+    environment = clean_environment(llm_server.base_url)  # resumes every key from them
+    finish(kgstream("index", str(folder), "--data", str(data), env=environment))
+
+    assert stored_dictionary(data) == dictionary
+    assert dictionaries_of_small_snapshots(data) == {kept}
+    fresh = tmp_path / "fresh"
+    index(folder, fresh)
+    assert export(data, tmp_path) == export(fresh, tmp_path)

@@ -251,6 +251,17 @@ def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
     assert store.dead_letters() == (0, [])
 
 
+def test_the_first_snapshot_dictionary_kept_is_the_one_every_process_gets(
+    store: GraphStore,
+) -> None:
+    """Processes of a cluster may each train one at the end of a run: all must use one."""
+    assert store.snapshot_dictionary() is None
+    first, second = bytes(range(256)) * 4, b"\x00another\xff" * 50
+    assert store.keep_snapshot_dictionary(first) == first
+    assert store.keep_snapshot_dictionary(second) == first
+    assert store.snapshot_dictionary() == first
+
+
 def test_retry_requests_consumer_lag_and_the_source_hold_round_trip(store: GraphStore) -> None:
     assert store.last_retry_request_id() == "0"
     first, second = store.request_retry(1.0), store.request_retry(2.0)
