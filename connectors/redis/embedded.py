@@ -191,6 +191,12 @@ class EmbeddedRedis:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                # Out of kgstream's process group: a terminal's Ctrl-C signals the whole
+                # foreground group, and redis-server exits on SIGINT, so kgstream could not
+                # commit what is in flight; kgstream stops it itself (`stop`), and Linux
+                # signals it when kgstream dies (the launcher above). setsid runs in C
+                # between fork and exec, unlike a preexec_fn.
+                start_new_session=True,
             )
             try:
                 self._wait_until_ready(self._process, executable)

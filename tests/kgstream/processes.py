@@ -43,7 +43,9 @@ def llm_environment(llm_server_url: str) -> dict[str, str]:
     return environment
 
 
-def kgstream(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def kgstream(*args: str, env: dict[str, str], own_group: bool = False) -> subprocess.Popen[str]:
+    """`kgstream ARGS` as a child; with `own_group`, leading a process group of its own, as
+    a shell's foreground job does (a terminal's Ctrl-C signals the whole group)."""
     return subprocess.Popen(
         [sys.executable, "-m", "kgstream.cli", *args],
         cwd=ROOT,
@@ -51,6 +53,7 @@ def kgstream(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=own_group,
     )
 
 

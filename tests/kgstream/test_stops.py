@@ -91,3 +91,29 @@ def test_a_stop_during_extraction_is_one_line_exit_0_and_takes_redis_along(
     finish(kgstream("index", str(folder), "--data", str(data), env=env))
     documents = export(data, env)["documents"]
     assert [d["status"] for d in documents] == ["PROCESSED"] * DOCUMENTS, documents
+
+
+def test_a_terminals_ctrl_c_to_the_whole_group_leaves_redis_up_until_kgstream_is_done(
+    slow_llm, folder, tmp_path
+):
+    """A terminal's Ctrl-C signals the foreground job's whole process group: the embedded
+    redis-server must not take it, or the documents in flight could not be committed and
+    the run's end could not keep what it keeps in the graph store; kgstream stops it last."""
+    data = tmp_path / "data"
+    env = llm_environment(slow_llm.base_url)
+    arguments = ["run", "--watch", str(folder), "--data", str(data), "--no-serve"]
+    running = kgstream(*arguments, env=env, own_group=True)
+    try:
+        wait_until(lambda: slow_llm.chat_calls >= 1, 60, "the first extraction to start")
+        pid = redis_pid(data)
+        os.killpg(running.pid, signal.SIGINT)
+        output = running.communicate(timeout=60)[0]
+    finally:
+        running.kill()
+    assert running.returncode == 0, output
+    assert [line for line in output.splitlines() if "SIGINT" in line] == [
+        "kgstream: SIGINT: stopping once the documents in flight are committed (send it "
+        "again to stop at once)"
+    ], output
+    assert "unreachable" not in output and "cannot reach" not in output, output
+    wait_until(lambda: not is_running(pid), 10, f"the embedded redis-server {pid} to exit")
