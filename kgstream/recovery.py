@@ -209,7 +209,7 @@ def pack_with_a_dictionary(
                 _SMALL_SNAPSHOTS + " ORDER BY random() LIMIT ?",
                 (SMALL_STATE, 2 * DICTIONARY_SAMPLES),
             )
-            samples += [raw(blob) for (*_, blob) in map(_packed_blob, rows) if blob]
+            samples += [raw(blob) for *_, change in rows if (blob := _packed_blob(change))]
     trained = train_dictionary(samples)
     kept = keep_dictionary(trained) if trained is not None else None
     if kept is None:
@@ -245,15 +245,15 @@ def _unpickled(row: tuple[str, str, int, bytes]) -> tuple[str, str, int, object]
     return step, key, epoch, pickle.loads(change)
 
 
-def _packed_blob(row: tuple[str, str, int, bytes]) -> tuple[str, str, int, bytes | None]:
-    """A snapshot row with the packed blob its state is (the entity and relation steps') or
-    holds (a chunk ledger, a document's state), or None."""
-    step, key, epoch, value = _unpickled(row)
+def _packed_blob(change: bytes) -> bytes | None:
+    """The packed blob a snapshot is (the entity and relation steps') or holds (a chunk
+    ledger, a document's state), if any."""
+    value = pickle.loads(change)
     if isinstance(value, bytes) and is_packed(value):
-        return step, key, epoch, value
+        return value
     if isinstance(value, _PACKED_STATES):
-        return step, key, epoch, value.packed()
-    return step, key, epoch, None
+        return value.packed()
+    return None
 
 
 def _repackable(value: object) -> bool:

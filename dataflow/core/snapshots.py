@@ -115,7 +115,7 @@ def packed_with(blob: bytes) -> int | None:
 
 def is_packed(blob: bytes) -> bool:
     """Whether `blob` is a packed state (a Zstandard frame)."""
-    return blob[:4] == b"\x28\xb5\x2f\xfd"
+    return blob[:4] == zstandard.FRAME_HEADER
 
 
 def _compressor(dictionary: int) -> zstandard.ZstdCompressor:

@@ -61,8 +61,9 @@ class DocumentState:
 
     def __reduce__(self) -> tuple[Callable[[bytes], DocumentState], tuple[bytes]]:
         """Pickled as one packed blob (dataflow/core/snapshots.py), where its class and field
-        names were most of a document's snapshot (288 bytes; 112 packed with the index's
-        dictionary). A state pickled as the object before still loads as one."""
+        names were most of a document's snapshot (288 bytes; 192 packed with the index's
+        dictionary, the restore function's name included). A state pickled as the object
+        before still loads as one."""
         return _unpack_document_state, (self.packed(),)
 
     def packed(self) -> bytes:
