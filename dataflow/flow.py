@@ -35,12 +35,12 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeGuard, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeGuard, TypeVar, cast
 
 import bytewax.operators as op
-from bytewax.dataflow import Dataflow, Stream
+from bytewax.dataflow import Dataflow, Stream, operator
 from bytewax.inputs import FixedPartitionedSource, Source
-from bytewax.operators import KeyedStream, StatefulBatchLogic
+from bytewax.operators import KeyedStream, StatefulBatchLogic, StatefulLogic
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
 from dataflow.components import Components, IndexObserver
@@ -107,6 +107,9 @@ from dataflow.core.tally import EntityTally, FragmentTally, RelationTally
 from dataflow.extraction_pool import Extracted, ExtractionPool, GatedSource
 
 K = TypeVar("K")
+V = TypeVar("V")
+W = TypeVar("W")
+S = TypeVar("S", bound="Packs")
 F = TypeVar("F", EntityFragment, RelationFragment)
 D = TypeVar("D", EntityDraft, RelationDraft)
 Out = TypeVar("Out", EntityDrafted, RelationDrafted)
@@ -132,7 +135,7 @@ def build_flow(
     by_doc: KeyedStream[SourceEvent] = op.key_on("key_doc", events, _doc_id)
     documents: Stream[DocumentPending | ChunkTask] = op.key_rm(
         "unkey_doc",
-        op.stateful_flat_map("document", by_doc, _document_step(components)),
+        packed_flat_map("document", by_doc, _document_step(components), DocumentState.unpacked),
     )
     split = op.branch("split_document", documents, _is_pending)
     pending: Stream[DocumentPending] = split.trues
@@ -152,7 +155,7 @@ def build_flow(
     )
     by_chunk: KeyedStream[ChunkOutcome] = op.key_on("key_chunk", outcomes, _chunk_id)
     chunk_items: Stream[TaggedDelta | ChunkSettled] = op.key_rm(
-        "unkey_chunk", op.stateful_flat_map("chunk", by_chunk, _chunk_step)
+        "unkey_chunk", packed_flat_map("chunk", by_chunk, _chunk_step, ChunkLedger.unpacked)
     )
     chunk_split = op.branch("split_chunk", chunk_items, _is_settled)
     settled: Stream[ChunkSettled] = chunk_split.trues
@@ -226,6 +229,53 @@ def _route_key(item: TaggedDelta) -> str:
     if isinstance(delta, EntityDelta):
         return delta.key
     return relation_id(delta.key)  # Bytewax keys must be str
+
+
+# -- document and chunk steps: states that pack themselves ---------------------
+
+
+class Packs(Protocol):
+    def packed(self) -> bytes: ...
+
+
+@operator
+def packed_flat_map(
+    step_id: str,
+    up: KeyedStream[V],
+    mapper: Callable[[S | None, V], tuple[S | None, Iterable[W]]],
+    unpacked: Callable[[bytes], S],
+) -> KeyedStream[W]:
+    """`op.stateful_flat_map` whose snapshot is the state's own packed bytes (`packed()`,
+    read back by `unpacked`) instead of a deep copy that Bytewax pickles: a pickled object
+    names the function that restores it in every row, 50 bytes of a 200-byte document or
+    ledger snapshot (docs/design.md, "The restore function's name in every row"). The
+    substeps are `stateful_flat_map`'s, so a recovery database written with it resumes; a
+    snapshot from then (an object) is taken as the state it is."""
+
+    def builder(resume: bytes | S | None) -> _PackedFlatMapLogic[V, W, S]:
+        state = unpacked(resume) if isinstance(resume, bytes) else resume
+        return _PackedFlatMapLogic(mapper, state)
+
+    return op.stateful("stateful", up, builder)
+
+
+class _PackedFlatMapLogic(StatefulLogic[V, W, bytes], Generic[V, W, S]):
+    def __init__(
+        self, mapper: Callable[[S | None, V], tuple[S | None, Iterable[W]]], state: S | None
+    ) -> None:
+        self.mapper = mapper
+        self.state = state
+
+    def on_item(self, value: V) -> tuple[Iterable[W], bool]:
+        state, emitted = self.mapper(self.state, value)
+        if state is None:
+            return emitted, StatefulLogic.DISCARD
+        self.state = state
+        return emitted, StatefulLogic.RETAIN
+
+    def snapshot(self) -> bytes:
+        assert self.state is not None  # a discarded key is not snapshotted
+        return self.state.packed()
 
 
 # -- document step ------------------------------------------------------------

@@ -263,14 +263,16 @@ def _repackable(value: object) -> bool:
 
 
 _PACKED_STATES = (ChunkLedger, DocumentState)
-"""The states that pickle as a packed blob of themselves (`__reduce__`), so that pickling
-them again packs them with the current dictionary."""
+"""The states whose snapshot is their packed blob (`packed()`), found as objects in rows
+written before their steps snapshotted the bytes."""
 
 
 def _repacked(value: object) -> bytes:
     """The snapshot of `value` packed with the current dictionary (a ledger or a document's
-    state packs itself)."""
-    if isinstance(value, bytes):
+    state from an older row, as the bytes its step now snapshots)."""
+    if isinstance(value, _PACKED_STATES):
+        value = value.packed()
+    elif isinstance(value, bytes):
         value = compress(raw(value))
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 

@@ -173,18 +173,22 @@ class ChunkLedger:
     def __deepcopy__(self, memo: dict[int, object]) -> ChunkLedger:
         return self  # deeply immutable, so Bytewax's snapshot copy can share it
 
-    def __reduce__(self) -> tuple[Callable[[bytes], ChunkLedger], tuple[bytes]]:
-        """Pickled as one packed blob (dataflow/core/snapshots.py)."""
-        return _unpack_chunk_ledger, (self.packed(),)
-
     def packed(self) -> bytes:
+        """The ledger as its step's snapshot: one packed blob of its values
+        (dataflow/core/snapshots.py)."""
         return pack((self.chunk_id, self.entities, self.relations, self.digest))
+
+    @staticmethod
+    def unpacked(blob: bytes) -> ChunkLedger:
+        return ChunkLedger(
+            *cast(tuple[str, tuple[str, ...], tuple[RelationPair, ...], bytes], unpack(blob))
+        )
 
 
 def _unpack_chunk_ledger(blob: bytes) -> ChunkLedger:
-    return ChunkLedger(
-        *cast(tuple[str, tuple[str, ...], tuple[RelationPair, ...], bytes], unpack(blob))
-    )
+    """A ledger from a recovery row written before the chunk step snapshotted bytes, where
+    the ledger pickled itself as a call of this function on its packed blob."""
+    return ChunkLedger.unpacked(blob)
 
 
 def identity(contribution: Contribution) -> LedgerEntry:

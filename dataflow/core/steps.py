@@ -15,7 +15,7 @@ reference index folds copies (`update_fragments`) and renders at its snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar, cast
 
@@ -59,19 +59,21 @@ class DocumentState:
     def __deepcopy__(self, memo: dict[int, object]) -> DocumentState:
         return self  # deeply immutable, so Bytewax's snapshot copy can share it
 
-    def __reduce__(self) -> tuple[Callable[[bytes], DocumentState], tuple[bytes]]:
-        """Pickled as one packed blob (dataflow/core/snapshots.py), where its class and field
-        names were most of a document's snapshot (288 bytes; 192 packed with the index's
-        dictionary, the restore function's name included). A state pickled as the object
-        before still loads as one."""
-        return _unpack_document_state, (self.packed(),)
-
     def packed(self) -> bytes:
+        """The state as its step's snapshot: one packed blob of its values
+        (dataflow/core/snapshots.py), where a pickled object's class and field names were most
+        of a document's snapshot (288 bytes; 140 packed with the index's dictionary)."""
         return pack((self.content_hash, self.file_path, self.chunk_ids))
+
+    @staticmethod
+    def unpacked(blob: bytes) -> DocumentState:
+        return DocumentState(*cast(tuple[str, str, tuple[str, ...]], unpack(blob)))
 
 
 def _unpack_document_state(blob: bytes) -> DocumentState:
-    return DocumentState(*cast(tuple[str, str, tuple[str, ...]], unpack(blob)))
+    """A document's state from a recovery row written before the document step snapshotted
+    bytes, where the state pickled itself as a call of this function on its packed blob."""
+    return DocumentState.unpacked(blob)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataflow.core.snapshots import (
     use_dictionary,
 )
 from dataflow.core.steps import DocumentState
-from tests.core.test_snapshots import pickled_as_objects
+from tests.core.test_snapshots import pickled_as_a_restore_call, pickled_as_objects
 
 
 def relation_state(n: int) -> tuple:
@@ -87,11 +87,13 @@ def test_too_few_samples_train_no_dictionary():
     assert train_dictionary([b"x" * SMALL_STATE] * DICTIONARY_SAMPLES) is None  # none small
 
 
-def test_a_documents_state_packs_itself_and_its_older_snapshot_still_loads(dictionary):
+def test_a_documents_state_packs_itself_and_its_older_snapshots_still_load(dictionary):
     state = DocumentState("sha256:" + "ab" * 32, "notes/a.md", ("chunk-" + "cd" * 32,))
 
-    before = pickled_as_objects(state)  # as the code before packing pickled it
-    packed = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    objects = pickled_as_objects(state)  # as the code before packing pickled it
+    restore_call = pickled_as_a_restore_call(state)  # as it did before snapshotting bytes
+    packed = pickle.dumps(state.packed(), protocol=pickle.HIGHEST_PROTOCOL)
 
-    assert pickle.loads(packed) == state and pickle.loads(before) == state
-    assert len(packed) < len(before)
+    assert DocumentState.unpacked(pickle.loads(packed)) == state
+    assert pickle.loads(objects) == state and pickle.loads(restore_call) == state
+    assert len(packed) + 40 < len(restore_call) < len(objects)

@@ -18,6 +18,7 @@ from dataflow.core.contributions import (
     ChunkContributions,
     ChunkLedger,
     _unpack_chunk_contributions,
+    _unpack_chunk_ledger,
     contributions_for_chunk,
 )
 from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
@@ -26,8 +27,10 @@ from dataflow.core.snapshots import pack
 from dataflow.core.steps import (
     ChunkExtracted,
     ChunkRemoved,
+    DocumentState,
     EntityDelta,
     RelationDelta,
+    _unpack_document_state,
     update_chunk,
 )
 from dataflow.flow import _chunk_step
@@ -90,6 +93,22 @@ def pickled_before_ledgers(state: ChunkContributions) -> bytes:
         def reducer_override(self, obj):
             if obj is state:
                 return _unpack_chunk_contributions, (blob,)
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+    return buffer.getvalue()
+
+
+def pickled_as_a_restore_call(state: ChunkLedger | DocumentState) -> bytes:
+    """`state` pickled as its step's snapshot was before the step snapshotted bytes: a call
+    of the module's restore function on the packed blob."""
+    restore = _unpack_chunk_ledger if isinstance(state, ChunkLedger) else _unpack_document_state
+
+    class Before(pickle.Pickler):
+        def reducer_override(self, obj):
+            if obj is state:
+                return restore, (state.packed(),)
             return NotImplemented
 
     buffer = io.BytesIO()
@@ -209,9 +228,11 @@ def test_a_removed_chunk_retracts_every_contribution_it_made(extraction):
 @given(extractions)
 def test_a_ledger_round_trips_through_its_packed_snapshot(extraction):
     ledger = ChunkLedger.of(contributions_for_chunk(chunk(), extraction))
-    restored = pickle.loads(pickle.dumps(ledger))
+    restored = ChunkLedger.unpacked(pickle.loads(pickle.dumps(ledger.packed())))
     assert restored == ledger
     assert hash(restored) == hash(ledger)
+    # As the chunk step's snapshot row was before it snapshotted bytes: the same ledger.
+    assert pickle.loads(pickled_as_a_restore_call(ledger)) == ledger
 
 
 @given(extractions, extractions)
@@ -258,7 +279,7 @@ def test_a_ledger_packs_to_a_fraction_of_the_contributions():
     (29.2 MB of packed contributions against 6.8 MB of ledgers there)."""
     state = contributions_for_chunk(chunk(), realistic_extraction())
 
-    ledger = len(pickle.dumps(ChunkLedger.of(state)))
+    ledger = len(pickle.dumps(ChunkLedger.of(state).packed()))
     packed, objects = len(pickled_before_ledgers(state)), len(pickled_as_objects(state))
 
     assert packed * 4 < objects, (packed, objects)

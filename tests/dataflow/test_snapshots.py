@@ -1,29 +1,38 @@
-"""What the entity and relation steps' snapshots hold (dataflow/flow.py): a state's snapshot is
-one packed blob of its fragments' rows (dataflow/core/snapshots.py), and snapshots of earlier
-versions still resume: the state object packed with its fragments' kind, its fields with the
-fragments as `FragmentRows`, or before rows, as fragments."""
+"""What the keyed steps' snapshots hold (dataflow/flow.py): an entity's or relation's
+snapshot is one packed blob of its fragments' rows (dataflow/core/snapshots.py), and
+snapshots of earlier versions still resume: the state object packed with its fragments'
+kind, its fields with the fragments as `FragmentRows`, or before rows, as fragments. A
+document's or chunk's snapshot is its state's packed bytes, and a row from before (the state
+pickled as a call of its restore function) still resumes."""
 
 import copyreg
 import hashlib
 import io
 import pickle
+import sqlite3
 import threading
 from collections import Counter
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import bytewax.operators as op
 import zstandard
 from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSource, cluster_main
+from bytewax.recovery import RecoveryConfig, init_db_dir
+from bytewax.testing import TestingSource, cluster_main, run_main
 
 from dataflow.core import snapshots
 from dataflow.core.contributions import EntityFragment, FragmentRows, RelationFragment
+from dataflow.core.steps import DocumentState
 from dataflow.flow import (
     _EntityLogic,
     _FragmentsLogicState,
     _RelationLogic,
     _unpack_fragments_state,
+    packed_flat_map,
 )
+from tests.core.test_snapshots import pickled_as_a_restore_call
 
 
 def entity_state() -> _FragmentsLogicState[str, EntityFragment]:
@@ -186,3 +195,62 @@ def test_each_bytewax_worker_thread_keeps_one_compressor(monkeypatch):
     cluster_main(flow, [], 0, worker_count_per_proc=2)
 
     assert threads and set(made) <= threads and len(made) <= len(threads), len(made)
+
+
+# --- the document and chunk steps: states that pack themselves (`packed_flat_map`) ---
+
+
+def counted_paths(state: DocumentState | None, path: str) -> tuple[DocumentState, list[int]]:
+    """A document step stand-in: the state counts the item's arrivals in its chunk ids."""
+    seen = state.chunk_ids if state is not None else ()
+    new = DocumentState(f"sha256:{len(seen) + 1}", path, (*seen, f"chunk-{len(seen)}"))
+    return new, [len(new.chunk_ids)]
+
+
+def run_counting(run: int, paths: list[str], recovery: Path) -> list[tuple[str, int]]:
+    flow = Dataflow("kgstream")
+    # An input of each run's own, since the testing source resumes at its offset.
+    items = op.input(f"in_{run}", flow, TestingSource(paths))
+    keyed = op.key_on("key", items, lambda path: path)
+    counts = packed_flat_map("document", keyed, counted_paths, DocumentState.unpacked)
+    out: list[tuple[str, int]] = []
+    op.inspect("out", counts, lambda _step, item: out.append(item))
+    run_main(flow, recovery_config=RecoveryConfig(str(recovery)))
+    return out
+
+
+def test_a_step_of_states_that_pack_themselves_snapshots_their_bytes_and_resumes_from_them(
+    tmp_path,
+):
+    """`packed_flat_map` snapshots `packed()` as bytes (no restore function named in each
+    row), resumes each key from them, and keeps `stateful_flat_map`'s step ids, so a
+    recovery database from before resumes: its rows, which pickled the state as a call of
+    its restore function, load as the state they were."""
+    init_db_dir(tmp_path, 1)
+    assert run_counting(1, ["a.md", "b.md", "a.md"], tmp_path) == [
+        ("a.md", 1),
+        ("b.md", 1),
+        ("a.md", 2),
+    ]
+    step = "kgstream.document.stateful.stateful_batch"  # stateful_flat_map's, as before
+    with closing(sqlite3.connect(tmp_path / "part-0.sqlite3")) as connection:
+        rows = dict(
+            connection.execute(
+                "SELECT state_key, ser_change FROM snaps WHERE step_id = ? ORDER BY snap_epoch",
+                (step,),
+            ).fetchall()
+        )
+        assert set(rows) == {"a.md", "b.md"}
+        snapshot = pickle.loads(rows["a.md"])
+        assert isinstance(snapshot, bytes)
+        assert DocumentState.unpacked(snapshot).chunk_ids == ("chunk-0", "chunk-1")
+        # b.md's row as the code before wrote it: the state's restore call.
+        before = pickle.loads(rows["b.md"])
+        before = DocumentState.unpacked(before)
+        connection.execute(
+            "UPDATE snaps SET ser_change = ? WHERE step_id = ? AND state_key = 'b.md'",
+            (pickled_as_a_restore_call(before), step),
+        )
+        connection.commit()
+
+    assert run_counting(2, ["a.md", "b.md"], tmp_path) == [("a.md", 3), ("b.md", 2)]

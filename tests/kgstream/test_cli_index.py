@@ -1,6 +1,5 @@
 """`kgstream index`, `status` and `export` on the embedded stores, as a user runs them."""
 
-import io
 import itertools
 import json
 import pickle
@@ -266,15 +265,6 @@ def test_index_leaves_every_llm_reply_in_the_cache_file(llm_server, monkeypatch,
     assert llm_server.chat_calls == calls
 
 
-class _Blobs(pickle.Unpickler):
-    """Loads a snapshot row as the packed blob it holds, not the state it restores to."""
-
-    def find_class(self, module, name):
-        if name in ("_unpack_chunk_ledger", "_unpack_document_state"):
-            return lambda blob: blob
-        return super().find_class(module, name)
-
-
 def dictionaries_of_small_snapshots(data: Path) -> set[int | None]:
     """The dictionaries the small packed snapshots in `data`'s recovery partition name."""
     found = set()
@@ -282,7 +272,7 @@ def dictionaries_of_small_snapshots(data: Path) -> set[int | None]:
         for (change,) in connection.execute(
             "SELECT ser_change FROM snaps WHERE ser_change IS NOT NULL"
         ):
-            blob = _Blobs(io.BytesIO(change)).load()
+            blob = pickle.loads(change)
             if isinstance(blob, bytes) and is_packed(blob) and len(raw(blob)) < SMALL_STATE:
                 found.add(packed_with(blob))
     return found

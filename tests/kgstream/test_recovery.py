@@ -6,12 +6,22 @@ import base64
 import sqlite3
 import zlib
 from contextlib import closing
+from pickle import dumps, loads
 
 import pytest
+import zstandard
 
+from dataflow.core.snapshots import DICTIONARY_SAMPLES, packed_with
+from dataflow.core.steps import DocumentState
 from kgstream.cli import main
 from kgstream.commands.common import UserError
-from kgstream.recovery import legacy_commit_in_flight, prepare_recovery, read_partitions
+from kgstream.recovery import (
+    legacy_commit_in_flight,
+    pack_with_a_dictionary,
+    prepare_recovery,
+    read_partitions,
+)
+from tests.core.test_snapshots import pickled_as_a_restore_call
 
 # The snapshot of the single "commit" step that versions before partitioned commits took
 # (pickled by that version's code): document a.md in flight, its chunk settled, unacknowledged.
@@ -179,6 +189,39 @@ def test_a_process_that_holds_part_of_the_set_keeps_every_deletion(tmp_path):
     record(path, 5, ("gone", 2, None))  # another process's partition may hold "gone" too
     made.tidy(rewrite=True)
     assert snapshots(path) == [("gone", 2)]
+
+
+def test_packing_with_a_new_dictionary_rewrites_an_older_rows_state_as_its_bytes(tmp_path):
+    """A document's state from a row written before its step snapshotted bytes (a call of
+    its restore function) is packed again as the bytes the step snapshots now, with the new
+    dictionary, and reads back as the same state."""
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
+    (path,) = made.paths()
+    states = {
+        f"notes/{n}.md": DocumentState(f"sha256:{n:064x}", f"notes/{n}.md", (f"chunk-{n:064x}",))
+        for n in range(DICTIONARY_SAMPLES)
+    }
+    older = {"notes/0.md", "notes/1.md"}
+    record(
+        path,
+        1,
+        *(
+            (doc, 1, pickled_as_a_restore_call(state) if doc in older else dumps(state.packed()))
+            for doc, state in states.items()
+        ),
+    )
+    kept: list[bytes] = []
+
+    pack_with_a_dictionary(made.paths(), lambda trained: kept.append(trained) or trained)
+
+    assert len(kept) == 1
+    dictionary = zstandard.ZstdCompressionDict(kept[0]).dict_id()
+    with closing(sqlite3.connect(path)) as connection:
+        rows = dict(connection.execute("SELECT state_key, ser_change FROM snaps"))
+    for doc, state in states.items():
+        blob = loads(rows[doc])
+        assert isinstance(blob, bytes) and packed_with(blob) == dictionary, doc
+        assert DocumentState.unpacked(blob) == state
 
 
 @pytest.mark.parametrize(
