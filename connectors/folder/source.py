@@ -9,7 +9,7 @@ so changes made while the indexer was down are found, deletions included) and
 periodically (so events the OS dropped are caught). Because every step
 compares the disk with the snapshot, repeated or reordered hints are harmless.
 
-The resume snapshot is ``{doc id: fingerprint}`` (doc ids: connectors/folder/paths.py);
+The source remembers ``{doc id: fingerprint}`` (doc ids: connectors/folder/paths.py);
 the fingerprint is ``sha256:<hex>`` of the raw bytes. A file over
 ``max_document_bytes`` is not hashed (reading a 5 GB file to learn that it is too
 big is the mistake this avoids): its fingerprint is ``oversized:<size>:<mtime_ns>``
@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from watchdog.events import (
@@ -65,15 +66,48 @@ from connectors.folder.paths import doc_id_for_path, path_for_doc_id, relative_p
 from connectors.folder.scan import DocumentPaths, has_hidden_part, iter_document_paths_under
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.messages import SourceEvent
+from dataflow.core.snapshots import pack, unpack
 
 log = logging.getLogger(__name__)
 
 PARTITION = "folder"
 """The source's only partition: one folder is watched by one worker."""
 
-FolderSnapshot = dict[str, str]
+Fingerprints = dict[str, str]
 """{doc id (the root-relative path, connectors/folder/paths.py): fingerprint of the bytes
 last emitted for it}."""
+
+FolderSnapshot = bytes | Fingerprints
+"""The resume snapshot: the fingerprints packed (`pack_fingerprints`); a snapshot taken
+before they were packed is the dict itself."""
+
+_SHA256 = "sha256:"
+
+
+def pack_fingerprints(fingerprints: Fingerprints) -> bytes:
+    """`fingerprints` as compressed bytes (dataflow/core/snapshots.py), each SHA-256 as its
+    32 bytes rather than 71 characters: at 16,000 files, 0.64 MB against 1.83 MB pickled as
+    the dict, written to the recovery database in every epoch that changes one."""
+    return pack(
+        {
+            doc_id: bytes.fromhex(fingerprint[len(_SHA256) :])
+            if fingerprint.startswith(_SHA256)
+            else fingerprint
+            for doc_id, fingerprint in fingerprints.items()
+        }
+    )
+
+
+def unpack_fingerprints(snapshot: FolderSnapshot) -> Fingerprints:
+    """The fingerprints a resume snapshot holds, packed or (from before) the dict."""
+    if not isinstance(snapshot, bytes):
+        return dict(snapshot)
+    packed = cast(dict[str, bytes | str], unpack(snapshot))
+    return {
+        doc_id: _SHA256 + fingerprint.hex() if isinstance(fingerprint, bytes) else fingerprint
+        for doc_id, fingerprint in packed.items()
+    }
+
 
 HoldReport = Callable[[str | None], None]
 """Told why the source holds (the watched root is missing), or None once it goes on."""
@@ -256,7 +290,8 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         # a folder replaced by a link meanwhile is seen at the next).
         self._document_paths = DocumentPaths(self._root)
         self._on_hold = on_hold
-        self._fingerprints: FolderSnapshot = dict(resume_state or {})
+        self._fingerprints = unpack_fingerprints(resume_state or {})
+        self._packed: bytes | None = None  # `snapshot()` of the fingerprints as they are
         # Each file's status when it was last read, if settled: what a rescan may trust.
         self._read_status: dict[str, _FileStatus] = {}
         self._touches: queue.SimpleQueue[_Touch] = queue.SimpleQueue()
@@ -326,7 +361,13 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
             return None
         return datetime.now(UTC) + timedelta(seconds=max(0.0, wake - now))
 
-    def snapshot(self) -> FolderSnapshot:
+    def snapshot(self) -> bytes:
+        if self._packed is None:  # packed again only once a fingerprint has changed
+            self._packed = pack_fingerprints(self._fingerprints)
+        return self._packed
+
+    def fingerprints(self) -> Fingerprints:
+        """A copy of what the source last emitted for each document."""
         return dict(self._fingerprints)
 
     @property
@@ -504,6 +545,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
             if doc_id not in self._fingerprints or not self._root_is_there():
                 return None  # never emitted, or the whole root is gone: that is no deletion
             del self._fingerprints[doc_id]
+            self._packed = None
             return SourceEvent(DocumentDelete(doc_id), origin, time.time())
         if version.status is None:
             self._read_status.pop(doc_id, None)
@@ -512,6 +554,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         if self._fingerprints.get(doc_id) == version.fingerprint:
             return None
         self._fingerprints[doc_id] = version.fingerprint
+        self._packed = None
         change = DocumentUpsert(
             doc_id=doc_id, content=version.content, file_path=doc_id, size=version.size
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import shutil
 import sys
 import threading
@@ -31,6 +32,8 @@ from connectors.folder.source import (
     FolderSnapshot,
     FolderSource,
     FolderSourceOptions,
+    pack_fingerprints,
+    unpack_fingerprints,
 )
 from dataflow.core.documents import (
     DocumentDelete,
@@ -172,7 +175,7 @@ def test_initial_scan_emits_documents_and_skips_hidden_temporary_and_outside_sym
     assert isinstance(upsert.change, DocumentUpsert)
     assert upsert.change.file_path == "sub/b.txt"
     assert upsert.event_time == os.stat(root / "sub" / "b.txt").st_mtime
-    assert driver.partition.snapshot() == {
+    assert driver.partition.fingerprints() == {
         "a.md": sha256_of(b"alpha"),
         "in-link.md": sha256_of(b"alpha"),
         "sub/b.txt": sha256_of(b"beta"),
@@ -203,7 +206,7 @@ def test_create_then_modify_emit_upserts_with_origin_and_mtime(
 
     path.write_bytes(b"second")
     driver.expect(("upsert", "a.md", b"second"))
-    assert driver.partition.snapshot() == {"a.md": sha256_of(b"second")}
+    assert driver.partition.fingerprints() == {"a.md": sha256_of(b"second")}
 
 
 def test_atomic_save_through_a_temporary_file_emits_one_upsert_of_the_target(
@@ -229,7 +232,7 @@ def test_rename_emits_delete_of_old_path_and_upsert_of_new_path(
 
     (root / "old.md").rename(root / "new.md")
     driver.expect(("delete", "old.md"), ("upsert", "new.md", b"content"))
-    assert driver.partition.snapshot() == {"new.md": sha256_of(b"content")}
+    assert driver.partition.fingerprints() == {"new.md": sha256_of(b"content")}
 
 
 def test_delete_emits_delete_with_wall_clock_time(root: Path, start: PartitionFactory) -> None:
@@ -242,7 +245,7 @@ def test_delete_emits_delete_with_wall_clock_time(root: Path, start: PartitionFa
     (deleted,) = driver.expect(("delete", "a.md"))
     assert deleted.origin == "folder:a.md"
     assert before <= deleted.event_time <= time.time()
-    assert driver.partition.snapshot() == {}
+    assert driver.partition.fingerprints() == {}
 
 
 # Moving a watched folder out and back in makes watchdog re-register inotify watches it never
@@ -298,7 +301,7 @@ def test_directory_delete_emits_delete_for_every_file_inside(
     driver.expect(
         ("delete", "gone/one.md"), ("delete", "gone/two.md"), ("delete", "gone/inner/three.md")
     )
-    assert driver.partition.snapshot() == {"keep.md": sha256_of(b"keep")}
+    assert driver.partition.fingerprints() == {"keep.md": sha256_of(b"keep")}
 
 
 def test_hidden_temporary_and_outside_symlink_changes_emit_nothing(
@@ -356,7 +359,7 @@ def test_oversized_file_emits_an_upsert_the_core_fails_naming_the_files_real_siz
     assert isinstance(outcome, DocumentFailure)
     assert outcome.reason.startswith(f"document is 5000 bytes, over the limit of {limit}")
 
-    fingerprint = driver.partition.snapshot()["huge.md"]
+    fingerprint = driver.partition.fingerprints()["huge.md"]
     assert fingerprint.startswith("oversized:5000:")
     driver.expect_nothing_before(root / "sentinel.md")
 
@@ -452,7 +455,31 @@ def test_snapshot_is_a_copy_that_later_changes_do_not_alter(
     taken = driver.partition.snapshot()
     (root / "a.md").write_bytes(b"two")
     driver.expect(("upsert", "a.md", b"two"))
-    assert taken == {"a.md": sha256_of(b"one")}
+    assert unpack_fingerprints(taken) == {"a.md": sha256_of(b"one")}
+    assert unpack_fingerprints(driver.partition.snapshot()) == {"a.md": sha256_of(b"two")}
+
+
+def test_a_snapshot_packs_each_sha256_as_its_bytes_and_reads_back_every_fingerprint() -> None:
+    fingerprints = {f"notes/{n:05}.md": sha256_of(str(n).encode()) for n in range(2_000)}
+    fingerprints["huge.md"] = "oversized:5000:1733400000000000000"
+
+    packed = pack_fingerprints(fingerprints)
+
+    assert unpack_fingerprints(packed) == fingerprints
+    # 32 bytes a hash, the paths compressed: at most 40 bytes a file, against the dict's 90.
+    assert len(packed) <= 40 * len(fingerprints), len(packed)
+    assert len(packed) * 2 < len(pickle.dumps(fingerprints, protocol=5))
+
+
+def test_a_snapshot_taken_before_fingerprints_were_packed_still_resumes(
+    root: Path, start: PartitionFactory
+) -> None:
+    (root / "same.md").write_bytes(b"same")
+    (root / "edited.md").write_bytes(b"after")
+    before = {"same.md": sha256_of(b"same"), "edited.md": sha256_of(b"before")}
+    driver = start(resume=before)
+    driver.expect(("upsert", "edited.md", b"after"))
+    driver.expect_nothing_before(root / "sentinel.md")
 
 
 def test_periodic_rescan_finds_changes_no_watcher_reported(
@@ -592,7 +619,7 @@ def test_symlink_loops_and_links_out_of_the_root_are_never_read(
     (root / "late-loop.md").symlink_to(root / "late-loop.md")
     driver.expect_nothing_before(root / "sentinel.md")
     assert all(
-        not k.startswith(("secret", "sub/climb", "sub/up")) for k in driver.partition.snapshot()
+        not k.startswith(("secret", "sub/climb", "sub/up")) for k in driver.partition.fingerprints()
     )
 
 
@@ -607,7 +634,7 @@ def test_hard_links_are_one_document_per_name_and_the_rescan_brings_the_other_na
     with (root / "first.md").open("r+b") as through_first:  # in place, as `>>` or an editor does
         through_first.write(b"edited text")
     driver.expect(("upsert", "first.md", b"edited text"), ("upsert", "second.md", b"edited text"))
-    assert driver.partition.snapshot() == {
+    assert driver.partition.fingerprints() == {
         "first.md": sha256_of(b"edited text"),
         "second.md": sha256_of(b"edited text"),
     }
@@ -673,7 +700,7 @@ def test_a_hundred_saves_in_ten_seconds_end_with_the_last_content_and_nothing_st
     assert versions == sorted(versions) and versions[-1] == 99  # never an older one after a newer
     driver.events = []
     driver.expect_nothing_before(root / "sentinel.md")
-    assert driver.partition.snapshot()["busy.md"] == sha256_of(b"version 99")
+    assert driver.partition.fingerprints()["busy.md"] == sha256_of(b"version 99")
 
 
 # --- the root vanishing ---------------------------------------------------------------------
@@ -779,7 +806,7 @@ def test_an_empty_root_at_start_does_not_empty_the_index_of_a_one_shot_run(
     driver = start(resume=snapshot, stop_after_scan=True)
     assert driver.run_to_end() == []
     assert "empty" in (driver.partition.holding or "")
-    assert driver.partition.snapshot() == snapshot
+    assert driver.partition.fingerprints() == snapshot
 
 
 # --- options and construction ---------------------------------------------------------------
