@@ -33,11 +33,13 @@ import argparse
 import itertools
 import os
 import random
+import sqlite3
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,23 @@ class SizeResult:
         """The recovery database's size over the corpus text's (the issue's target: 3x)."""
         size = self.running_recovery_bytes if running else self.disk_bytes["recovery"]
         return size / self.corpus_bytes
+
+
+def recovery_parts(data_dir: Path) -> str:
+    """Where a running index's recovery bytes are: each partition's file, its free pages
+    (read by a second connection, as SQLite allows beside Bytewax's) and its WAL."""
+    parts = []
+    for path in sorted((data_dir / "recovery").glob("part-*.sqlite3")):
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+            (free,) = db.execute("PRAGMA freelist_count").fetchone()
+            (page,) = db.execute("PRAGMA page_size").fetchone()
+        wal = path.with_name(path.name + "-wal")
+        wal_bytes = wal.stat().st_size if wal.exists() else 0
+        parts.append(
+            f"{path.name} {path.stat().st_size / 1e6:.1f} MB ({free * page / 1e6:.1f} MB free "
+            f"pages) + WAL {wal_bytes / 1e6:.1f} MB"
+        )
+    return "; ".join(parts)
 
 
 def allocated_bytes(path: Path) -> int:
@@ -221,6 +240,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
             f"rare {percentile(rare, 50) * 1000:.0f} ms"
         )
         running_recovery = allocated_bytes(data_dir / "recovery")
+        progress(f"{size} documents: recovery while running: {recovery_parts(data_dir)}")
         indexer_rss = rss_bytes(process.pid)
         pid = redis_pid(data_dir)
         redis_rss = rss_bytes(pid) if pid is not None else 0
