@@ -29,7 +29,8 @@ from connectors.vectors.edge import EdgeVectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
 from dataflow.core.contributions import RelationPair
 from dataflow.core.messages import NO_MENTIONS, ChunkMentions
-from kgstream.recovery import committed_epoch, read_partitions
+from dataflow.core.snapshots import use_dictionary
+from kgstream.recovery import committed_epoch, read_partitions, repack_small_snapshots
 
 T = TypeVar("T")
 
@@ -87,12 +88,15 @@ def chunk_mentions(graph: GraphStore) -> dict[str, ChunkMentions]:
     }
 
 
-def compact(redis: EmbeddedRedis, vectors: EdgeVectorStore, recovery_dir: Path) -> None:
+def compact(
+    redis: EmbeddedRedis, vectors: EdgeVectorStore, recovery_dir: Path, dictionary: bytes | None
+) -> None:
     """Rewrite the embedded stores' files and the recovery database from their live
-    content (the indexer must be stopped: the caller holds the data directory's lock)."""
+    content (the indexer must be stopped: the caller holds the data directory's lock);
+    `dictionary` is the index's snapshot dictionary (`GraphStore.snapshot_dictionary`)."""
     redis.rewrite_files()
     vectors.compact()
-    compact_recovery(recovery_dir)
+    compact_recovery(recovery_dir, dictionary)
 
 
 # Bytewax's own garbage rule: a snapshot is garbage once a later one of the same key is
@@ -108,13 +112,17 @@ _SUPERSEDED = """
 """
 
 
-def compact_recovery(recovery_dir: Path) -> None:
-    """Drop superseded snapshots from every recovery partition, then tidy them as a run's
-    end does (`RecoveryPartitions.tidy`): the snapshots of keys that are gone are dropped
-    and each file is written again from its live rows, its write-ahead log emptied.
+def compact_recovery(recovery_dir: Path, dictionary: bytes | None = None) -> None:
+    """Drop superseded snapshots from every recovery partition, pack every small snapshot
+    in the current form (with the index's `dictionary`, the rows of an older version's
+    document and chunk states as bytes: `recovery.repack_small_snapshots`), then tidy them
+    as a run's end does (`RecoveryPartitions.tidy`): the snapshots of keys that are gone
+    are dropped and each file is written again from its live rows, its write-ahead log
+    emptied.
 
-    Only snapshots up to the epoch every partition has committed are touched, so a
-    resume loads exactly the state it loaded before."""
+    Only snapshots up to the epoch every partition has committed are dropped, and a
+    repacked one reads back as the same state, so a resume loads exactly the state it
+    loaded before."""
     partitions = read_partitions(recovery_dir)
     paths = partitions.paths()
     if not paths:
@@ -129,4 +137,6 @@ def compact_recovery(recovery_dir: Path) -> None:
                 connection.execute(_SUPERSEDED, {"committed": committed})
         finally:
             connection.close()
+    use_dictionary(dictionary)
+    repack_small_snapshots(paths)
     partitions.tidy(rewrite=True)

@@ -215,6 +215,13 @@ def pack_with_a_dictionary(
     if kept is None:
         return
     use_dictionary(kept)
+    repack_small_snapshots(partitions)
+
+
+def repack_small_snapshots(partitions: Sequence[Path]) -> None:
+    """Pack every small snapshot in `partitions` again in the current form: with the
+    current dictionary, and a document's or chunk's state from a row written before their
+    steps snapshotted bytes as those bytes. Run while Bytewax does not have them open."""
     for path in partitions:
         connection = sqlite3.connect(path, isolation_level=None)
         try:

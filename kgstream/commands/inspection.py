@@ -190,11 +190,12 @@ def command_compact(settings: Settings, args: argparse.Namespace) -> int:
     require_index(settings)
     with data_dir_lock(settings.data_dir):
         before = _bytes_under(settings.data_dir)
-        _, embedded = open_graph_store(store_locations(settings))
+        graph, embedded = open_graph_store(store_locations(settings))
         vectors = open_vector_store(store_locations(settings))
         assert embedded is not None and isinstance(vectors, EdgeVectorStore)  # not servers
         try:
-            compact(embedded, vectors, settings.data_dir / "recovery")
+            dictionary = graph.snapshot_dictionary()
+            compact(embedded, vectors, settings.data_dir / "recovery", dictionary)
         finally:
             vectors.close()
             embedded.stop()

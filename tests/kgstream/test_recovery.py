@@ -11,10 +11,17 @@ from pickle import dumps, loads
 import pytest
 import zstandard
 
-from dataflow.core.snapshots import DICTIONARY_SAMPLES, packed_with
+from dataflow.core.snapshots import (
+    DICTIONARY_SAMPLES,
+    packed_with,
+    raw,
+    train_dictionary,
+    use_dictionary,
+)
 from dataflow.core.steps import DocumentState
 from kgstream.cli import main
 from kgstream.commands.common import UserError
+from kgstream.maintenance import compact_recovery
 from kgstream.recovery import (
     legacy_commit_in_flight,
     pack_with_a_dictionary,
@@ -221,6 +228,33 @@ def test_packing_with_a_new_dictionary_rewrites_an_older_rows_state_as_its_bytes
     for doc, state in states.items():
         blob = loads(rows[doc])
         assert isinstance(blob, bytes) and packed_with(blob) == dictionary, doc
+        assert DocumentState.unpacked(blob) == state
+
+
+def test_compaction_packs_an_older_rows_state_as_bytes_with_the_index_dictionary(tmp_path):
+    """An index from before the document and chunk steps snapshotted bytes keeps those
+    rows until their keys are touched again; `kgstream compact` (`compact_recovery`, in a
+    process that knows the dictionary only from the graph store) writes them as bytes."""
+    states = [
+        DocumentState(f"sha256:{n:064x}", f"notes/{n}.md", (f"chunk-{n:064x}",))
+        for n in range(DICTIONARY_SAMPLES)
+    ]
+    dictionary = train_dictionary([raw(state.packed()) for state in states])
+    assert dictionary is not None
+    use_dictionary(dictionary)
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
+    (path,) = made.paths()
+    record(path, 1, *((state.file_path, 1, pickled_as_a_restore_call(state)) for state in states))
+    use_dictionary(None)  # a new process
+
+    compact_recovery(tmp_path / "recovery", dictionary)
+
+    with closing(sqlite3.connect(path)) as connection:
+        rows = dict(connection.execute("SELECT state_key, ser_change FROM snaps"))
+    kept = zstandard.ZstdCompressionDict(dictionary).dict_id()
+    for state in states:
+        blob = loads(rows[state.file_path])
+        assert isinstance(blob, bytes) and packed_with(blob) == kept
         assert DocumentState.unpacked(blob) == state
 
 
