@@ -42,6 +42,7 @@ from connectors.redis.clients import RedisClient, connect
 from connectors.redis.keys import KeyLayout, Pair
 from connectors.redis.records import (
     GraphBatch,
+    ReadFields,
     StoredDocument,
     aliases_from,
     check_batch,
@@ -61,7 +62,14 @@ from connectors.redis.records import (
     status_moves,
 )
 from connectors.redis.slot_writes import apply_to_cluster
-from connectors.redis.written_lists import ListPlan, WrittenLists
+from connectors.redis.written_lists import (
+    SIDE,
+    SIDE_FIELDS,
+    SIDE_MARKER,
+    ListPlan,
+    SideWrite,
+    WrittenLists,
+)
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
@@ -70,6 +78,7 @@ from dataflow.core.naming import relation_pair
 __all__ = ["GraphBatch", "GraphStore", "KeyLayout", "Pair", "StoredDocument"]
 
 _SCAN_BATCH = 500
+_SIDE_BATCH = 1_000  # members a ZADD sends at once
 
 # For each entity key in ARGV[2..]: its neighbours, each followed by the
 # neighbour's degree. Computing adjacency key names here (same escaping as
@@ -150,6 +159,17 @@ def _delete(pipe: Pipeline, keys: list[str]) -> None:
         pipe.delete(*keys)
 
 
+def _write_side_lists(pipe: Pipeline, writes: Iterable[SideWrite]) -> None:
+    """The changes of long lists' sorted sets (connectors/redis/written_lists.py)."""
+    for write in writes:
+        if write.whole:
+            pipe.delete(write.key)
+        if write.removed:
+            pipe.zrem(write.key, *write.removed)
+        for start in range(0, len(write.added), _SIDE_BATCH):
+            pipe.zadd(write.key, dict.fromkeys(write.added[start : start + _SIDE_BATCH], 0))
+
+
 def _update_alias_index(pipe: Pipeline, layout: KeyLayout, batch: GraphBatch) -> None:
     """Queue the alias script for every entity the batch writes or deletes (before the
     entity hashes change, since it reads the aliases stored there)."""
@@ -167,7 +187,9 @@ class GraphStore:
 
     Reads take a batch of keys and cost one round trip each (one pipeline or
     one script call); on a Redis Cluster one round trip per node, and two for
-    `get_neighbours` and `get_relations_with_endpoints`. The client (a `redis.Redis`
+    `get_neighbours` and `get_relations_with_endpoints`. A read of records one of which
+    keeps a long list in a sorted set (a hub's, on one server: written_lists.py) takes one
+    more, for the sets. The client (a `redis.Redis`
     or a `redis.cluster.RedisCluster`) must decode responses (``decode_responses=True``).
     """
 
@@ -177,7 +199,8 @@ class GraphStore:
         self._client = client
         self._cluster = client if isinstance(client, RedisCluster) else None
         self.keys = KeyLayout(workspace)
-        self._written = WrittenLists()
+        # A cluster writes by slot in phases (slot_writes.py) and keeps every list in its hash.
+        self._written = WrittenLists(None if self._cluster is not None else self.keys.side_list)
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
@@ -226,20 +249,22 @@ class GraphStore:
         check_batch(batch)
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
+        if not self._written.knows_side_lists:
+            self._written.know_side_lists(self._client.scan_iter(match=keys.pattern("list")))
         lists = self._written.plan(
             chain(
                 ((keys.entity(e.key), entity_lists(e)) for e in batch.entity_upserts),
                 ((keys.relation(r.pair), relation_lists(r)) for r in batch.relation_upserts),
             )
         )
-        deleted = chain(
-            (keys.entity(key) for key in batch.entity_deletes),
-            (keys.relation(relation_pair(*pair)) for pair in batch.relation_deletes),
-        )
+        deleted = [
+            *(keys.entity(key) for key in batch.entity_deletes),
+            *(keys.relation(relation_pair(*pair)) for pair in batch.relation_deletes),
+        ]
         if self._cluster is not None:
             version = apply_to_cluster(self._cluster, keys, batch, stamp, lists)
         else:
-            version = self._apply_to_node(batch, stamp, lists)
+            version = self._apply_to_node(batch, stamp, lists, deleted)
         self._written.written(lists, deleted)
         return version
 
@@ -248,7 +273,9 @@ class GraphStore:
         server that may have lost its last writes."""
         self._written.clear()
 
-    def _apply_to_node(self, batch: GraphBatch, stamp: str, lists: ListPlan) -> int:
+    def _apply_to_node(
+        self, batch: GraphBatch, stamp: str, lists: ListPlan, deleted: Sequence[str]
+    ) -> int:
         keys = self.keys
         pipe = self._client.pipeline(transaction=True)
         if batch.withdrawn_documents:
@@ -272,6 +299,8 @@ class GraphStore:
             pipe.srem(adjacency, *members)
         _update_alias_index(pipe, keys, batch)
         _delete(pipe, [keys.entity(key) for key in batch.entity_deletes])
+        _delete(pipe, [side for key in deleted for side in self._written.side_lists_of(key)])
+        _delete(pipe, lists.side_deletes)
         _delete(pipe, [keys.chunk(chunk_id) for chunk_id in batch.chunk_deletes])
         _delete(pipe, [keys.document(doc_id) for doc_id in batch.document_deletes])
         if batch.document_deletes:
@@ -279,13 +308,16 @@ class GraphStore:
                 pipe.zrem(keys.status(status), *batch.document_deletes)
         for relation in batch.relation_upserts:
             key = keys.relation(relation.pair)
-            pipe.hset(key, mapping=relation_fields(relation, lists.fields_left_out(key)))
+            left_out, marked = lists.fields_left_out(key), lists.fields_marked(key)
+            pipe.hset(key, mapping=relation_fields(relation, left_out, marked))
         added_pairs = [relation.pair for relation in batch.relation_upserts]
         for adjacency, members in keys.adjacency_changes(added_pairs).items():
             pipe.sadd(adjacency, *members)
         for entity in batch.entity_upserts:
             key = keys.entity(entity.key)
-            pipe.hset(key, mapping=entity_fields(entity, lists.fields_left_out(key)))
+            left_out, marked = lists.fields_left_out(key), lists.fields_marked(key)
+            pipe.hset(key, mapping=entity_fields(entity, left_out, marked))
+        _write_side_lists(pipe, lists.side_writes)
         for chunk in batch.chunk_upserts:
             pipe.hset(keys.chunk(chunk.chunk_id), mapping=chunk_fields(chunk))
         documents = latest_documents(batch)
@@ -313,13 +345,15 @@ class GraphStore:
                 batch = []
         if batch:
             deleted += int(self._client.unlink(*batch))
+        self._written.clear()
         return deleted
 
     # -- reads (one round trip each) -------------------------------------------
 
     def get_entities(self, keys: Iterable[str]) -> dict[str, EntityRecord]:
         wanted = list(dict.fromkeys(keys))
-        rows = self._hgetall_many([self.keys.entity(k) for k in wanted])
+        redis_keys = [self.keys.entity(k) for k in wanted]
+        rows = self._read_in(redis_keys, self._hgetall_many(redis_keys))
         return {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
 
     def get_entities_and_degrees(
@@ -331,14 +365,18 @@ class GraphStore:
         wanted = list(dict.fromkeys(keys))
         reading = set(wanted)
         counted = wanted + [key for key in dict.fromkeys(degrees_only) if key not in reading]
-        rows, degrees = self._hashes_and_degrees([self.keys.entity(k) for k in wanted], counted)
-        return {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}, degrees
+        redis_keys = [self.keys.entity(k) for k in wanted]
+        rows, degrees = self._hashes_and_degrees(redis_keys, counted)
+        read = self._read_in(redis_keys, rows)
+        return {k: entity_from(row) for k, row in zip(wanted, read, strict=True) if row}, degrees
 
     def chunk_ids_of_few(self, keys: Iterable[str], at_most: int) -> dict[str, tuple[str, ...]]:
         """The source chunk ids of those entities that cite at most `at_most` chunks
         (the others, and missing entities, are left out), in one round trip. A hub's
         long list is never parsed: chunk ids ("chunk-" + hex) hold no comma, so a list
-        with `at_most` commas has too many."""
+        with `at_most` commas has too many, and one in a sorted set has at least `SIDE`."""
+        if at_most >= SIDE:
+            raise ValueError(f"at_most must be under {SIDE}: a longer list is not in the hash")
         wanted = list(dict.fromkeys(keys))
         pipe = self._client.pipeline(transaction=False)
         for key in wanted:
@@ -347,13 +385,14 @@ class GraphStore:
         return {
             key: load_list(text)
             for key, text in zip(wanted, found, strict=True)
-            if text is not None and text.count(",") < at_most
+            if text is not None and text != SIDE_MARKER and text.count(",") < at_most
         }
 
     def get_relations(self, pairs: Iterable[Pair]) -> dict[Pair, RelationRecord]:
         """Relations by pair, in either order; the result is keyed by the sorted pair."""
         wanted = list(dict.fromkeys(relation_pair(*p) for p in pairs))
-        rows = self._hgetall_many([self.keys.relation(p) for p in wanted])
+        redis_keys = [self.keys.relation(p) for p in wanted]
+        rows = self._read_in(redis_keys, self._hgetall_many(redis_keys))
         return {p: relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}
 
     def get_relations_with_endpoints(
@@ -383,6 +422,12 @@ class GraphStore:
         replies = pipe.execute()
         if self._cluster is None:
             relation_rows, replies = replies[: len(wanted)], replies[len(wanted) :]
+        relation_keys, entity_keys = (
+            [self.keys.relation(p) for p in wanted],
+            [self.keys.entity(k) for k in ends],
+        )
+        both = self._read_in([*relation_keys, *entity_keys], [*relation_rows, *replies])
+        relation_rows, replies = both[: len(wanted)], both[len(wanted) :]
         relations = {
             p: relation_from(row) for p, row in zip(wanted, relation_rows, strict=True) if row
         }
@@ -398,8 +443,10 @@ class GraphStore:
         if not wanted:
             return {}, {}
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
-        rows, degrees = self._hashes_and_degrees([self.keys.relation(p) for p in wanted], ends)
-        return {p: relation_from(row) for p, row in zip(wanted, rows, strict=True) if row}, degrees
+        redis_keys = [self.keys.relation(p) for p in wanted]
+        rows, degrees = self._hashes_and_degrees(redis_keys, ends)
+        read = self._read_in(redis_keys, rows)
+        return {p: relation_from(row) for p, row in zip(wanted, read, strict=True) if row}, degrees
 
     def entities_by_alias(self, keys: Iterable[str]) -> dict[str, list[str]]:
         """The keys that are aliases, each with the (sorted) keys of the entities
@@ -644,10 +691,10 @@ class GraphStore:
         }
 
     def iter_entities(self) -> Iterator[EntityRecord]:
-        return (entity_from(row) for row in self._scan_hashes("ent"))
+        return (entity_from(row) for row in self._scan_records("ent"))
 
     def iter_relations(self) -> Iterator[RelationRecord]:
-        return (relation_from(row) for row in self._scan_hashes("rel"))
+        return (relation_from(row) for row in self._scan_records("rel"))
 
     def iter_aliases(self) -> Iterator[tuple[str, tuple[str, ...]]]:
         """Every alias with the sorted keys of the entities carrying it, in no set order."""
@@ -682,7 +729,7 @@ class GraphStore:
         for key in wanted:
             command(pipe, key)
         replies = pipe.execute()
-        rows = replies[: len(wanted)]
+        rows = self._read_in([self.keys.entity(k) for k in wanted], replies[: len(wanted)])
         entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
         return entities, list(replies[len(wanted) :])
 
@@ -723,6 +770,36 @@ class GraphStore:
         """Every hash of one kind, each once, in no set order."""
         for keys in self._scan_keys(kind):
             yield from (row for row in self._hgetall_many(keys) if row)
+
+    def _scan_records(self, kind: str) -> Iterator[ReadFields]:
+        """Every entity or relation record, each once, in no set order, its long lists read
+        in."""
+        for keys in self._scan_keys(kind):
+            yield from (row for row in self._read_in(keys, self._hgetall_many(keys)) if row)
+
+    def _read_in(
+        self, redis_keys: Sequence[str], rows: Sequence[dict[str, str]]
+    ) -> list[ReadFields]:
+        """`rows`, the hashes at `redis_keys`, with each list that is in a sorted set read in
+        (connectors/redis/written_lists.py): in a second round trip, only when a row has one.
+        A write between the two reads can make such a record newer than its hash or, when
+        it was deleted meanwhile, leave the list empty."""
+        marked = [
+            (index, name)
+            for index, row in enumerate(rows)
+            if row
+            for name in SIDE_FIELDS
+            if row.get(name) == SIDE_MARKER
+        ]
+        if not marked:
+            return list(rows)
+        pipe = self._client.pipeline(transaction=False)
+        for index, name in marked:
+            pipe.zrange(self.keys.side_list(redis_keys[index], name), 0, -1)
+        read: list[ReadFields] = list(rows)
+        for (index, name), values in zip(marked, pipe.execute(), strict=True):
+            read[index] = {**read[index], name: tuple(values)}
+        return read
 
     def _scan_keys(self, kind: str) -> Iterator[list[str]]:
         """Every key of one kind, each once (SCAN may repeat keys), in batches."""

@@ -9,6 +9,9 @@ never end or open a hash tag)::
     kg:<ws>:adj:{E(key)}              set      neighbour entity keys (degree = SCARD)
     kg:<ws>:alias:{E(alias)}          set      keys of the entities whose aliases hold it
     kg:<ws>:rel:{E(source)}:E(target) hash     RelationRecord (source < target)
+    kg:<ws>:list:<record>:<field>     zset     a long citation list of the record
+                                               `kg:<ws>:<record>` (score 0: byte order;
+                                               connectors/redis/written_lists.py)
     kg:<ws>:chunk:{E(chunk_id)}       hash     Chunk
     kg:<ws>:doc:{E(doc_id)}           hash     DocumentRecord + created_at, updated_at
     kg:<ws>:docstatus:<STATUS>        zset     doc ids with that status (score 0: id order)
@@ -75,6 +78,11 @@ class KeyLayout:
 
     def relation(self, pair: Pair) -> str:
         return f"{self.prefix}rel:{{{escape(pair[0])}}}:{escape(pair[1])}"
+
+    def side_list(self, record_key: str, field: str) -> str:
+        """The sorted set of a record's long list (`record_key` is the record's Redis key;
+        the list shares its hash tag, so its slot)."""
+        return f"{self.prefix}list:{record_key[len(self.prefix) :]}:{field}"
 
     def chunk(self, chunk_id: str) -> str:
         return f"{self.prefix}chunk:{{{escape(chunk_id)}}}"

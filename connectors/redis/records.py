@@ -1,19 +1,22 @@
 """Graph records as Redis hashes, and the batch of them one sink step writes.
 
 List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
-arrays; floats are stored as `repr` so they read back exactly.
+arrays, except a long citation list, which is in a sorted set of its own with the field
+holding `SIDE_MARKER` (connectors/redis/written_lists.py; the store reads it in for the
+record: `ReadFields`); floats are stored as `repr` so they read back exactly.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from redis.typing import EncodableT, FieldT
 
 from connectors.redis.keys import Pair
+from connectors.redis.written_lists import SIDE_MARKER
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
@@ -21,6 +24,9 @@ from dataflow.core.naming import relation_pair
 
 # What redis-py's HSET takes (its Mapping is invariant in the key type).
 HashFields = dict[FieldT, EncodableT]
+
+ReadFields = Mapping[str, Any]
+"""A record's hash as read (str values), its sorted-set lists read in as tuples (GraphStore)."""
 
 
 @dataclass(frozen=True)
@@ -102,28 +108,31 @@ def entity_lists(record: EntityRecord) -> dict[str, tuple[str, ...]]:
     }
 
 
-def entity_fields(record: EntityRecord, leave_out: Collection[str] = ()) -> HashFields:
+def entity_fields(
+    record: EntityRecord, leave_out: Collection[str] = (), marked: Collection[str] = ()
+) -> HashFields:
     """The record's hash fields, without the list fields named in `leave_out` (the store
-    has them already: connectors/redis/written_lists.py)."""
+    has them already) and with those named in `marked` as `SIDE_MARKER` (their lists are in
+    sorted sets: connectors/redis/written_lists.py)."""
     fields: HashFields = {
         "key": record.key,
         "name": record.name,
         "type": record.type,
         "description": record.description,
     }
-    return _with_lists(fields, entity_lists(record), leave_out)
+    return _with_lists(fields, entity_lists(record), leave_out, marked)
 
 
-def entity_from(fields: dict[str, str]) -> EntityRecord:
+def entity_from(fields: ReadFields) -> EntityRecord:
     return EntityRecord(
         key=fields["key"],
         name=fields["name"],
         type=fields["type"],
         description=fields["description"],
-        source_chunk_ids=load_list(fields["source_chunk_ids"]),
-        file_paths=load_list(fields["file_paths"]),
-        doc_ids=load_list(fields["doc_ids"]),
-        aliases=load_list(fields.get("aliases", "[]")),  # absent: written before aliases
+        source_chunk_ids=_list(fields["source_chunk_ids"]),
+        file_paths=_list(fields["file_paths"]),
+        doc_ids=_list(fields["doc_ids"]),
+        aliases=_list(fields.get("aliases", "[]")),  # absent: written before aliases
     )
 
 
@@ -137,8 +146,10 @@ def relation_lists(record: RelationRecord) -> dict[str, tuple[str, ...]]:
     }
 
 
-def relation_fields(record: RelationRecord, leave_out: Collection[str] = ()) -> HashFields:
-    """The record's hash fields, without the list fields named in `leave_out`."""
+def relation_fields(
+    record: RelationRecord, leave_out: Collection[str] = (), marked: Collection[str] = ()
+) -> HashFields:
+    """The record's hash fields, as `entity_fields` makes them."""
     fields: HashFields = {
         "source": record.source,
         "target": record.target,
@@ -147,31 +158,41 @@ def relation_fields(record: RelationRecord, leave_out: Collection[str] = ()) -> 
         "description": record.description,
         "weight": repr(float(record.weight)),
     }
-    return _with_lists(fields, relation_lists(record), leave_out)
+    return _with_lists(fields, relation_lists(record), leave_out, marked)
 
 
 def _with_lists(
-    fields: HashFields, lists: dict[str, tuple[str, ...]], leave_out: Collection[str]
+    fields: HashFields,
+    lists: dict[str, tuple[str, ...]],
+    leave_out: Collection[str],
+    marked: Collection[str],
 ) -> HashFields:
     for name, values in lists.items():
-        if name not in leave_out:
+        if name in marked:
+            fields[name] = SIDE_MARKER
+        elif name not in leave_out:
             fields[name] = dump_list(values)
     return fields
 
 
-def relation_from(fields: dict[str, str]) -> RelationRecord:
+def relation_from(fields: ReadFields) -> RelationRecord:
     return RelationRecord(
         source=fields["source"],
         target=fields["target"],
         source_name=fields["source_name"],
         target_name=fields["target_name"],
-        keywords=load_list(fields["keywords"]),
+        keywords=_list(fields["keywords"]),
         description=fields["description"],
         weight=float(fields["weight"]),
-        source_chunk_ids=load_list(fields["source_chunk_ids"]),
-        file_paths=load_list(fields["file_paths"]),
-        doc_ids=load_list(fields["doc_ids"]),
+        source_chunk_ids=_list(fields["source_chunk_ids"]),
+        file_paths=_list(fields["file_paths"]),
+        doc_ids=_list(fields["doc_ids"]),
     )
+
+
+def _list(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A list field as read: JSON in the hash, or already read from its sorted set."""
+    return value if isinstance(value, tuple) else load_list(value)
 
 
 def chunk_fields(chunk: Chunk) -> HashFields:

@@ -1,69 +1,173 @@
-"""The long lists of the records this process wrote last, so that writing a record again leaves
-out the lists that did not change.
+"""The long lists of the records this process wrote last, so that writing a record again sends
+only what changed in them.
 
-A hub's record carries thousands of chunk ids, document ids and file paths, encoded as JSON and
-sent whole on every render: 2.4 ms to encode for the biggest hub at 16,000 documents. An edit of
-one document changes the hub's chunk ids (the edited chunk's id) but neither its documents nor
-its paths, so two of the three lists need not be encoded or sent (HSET of the other fields
-keeps them). Only lists of at least `LONG` entries are remembered, so the memory is the hubs'.
+A hub's record carries thousands of chunk ids, document ids and file paths. Encoded as JSON in
+the record's hash and sent whole on every render, they were most of what a load sends to Redis
+as it grows: at 16,000 documents the 351 entities cited by at least 100 chunks held 21 MB of
+them, most rewritten in every batch of the load, and Redis's append-only file doubled every 11
+s (docs/design.md, "A hub's citation lists by delta").
+
+So a citation list (`SIDE_FIELDS`) of at least `SIDE` entries lives in a sorted set of its own
+(score 0, so members read back in byte order, which for UTF-8 is the code point order the
+dataflow sorts them in), and the record's field holds `SIDE_MARKER` instead: writing the record
+again adds and removes only the entries that changed (`SideWrite`). A shorter list stays JSON
+in the hash, left out of the write when it did not change. The sorted set exists exactly while
+the field holds the marker: both change in the same MULTI/EXEC (connectors/redis/graph_store.py).
+A Redis Cluster writes by slot in phases (connectors/redis/slot_writes.py) and keeps every list
+in its hash (`WrittenLists(side_lists=False)`).
 
 What is remembered is what a write that succeeded sent, so a write that failed is retried
 whole. When the embedded redis-server is restarted (`Stores.revive`), `clear` forgets
-everything and every record's next write is whole again, trusting the server only with what it
-reloads; a new process starts with nothing remembered.
+everything, the sorted sets that exist are read again (`know_side_lists`), and every record's
+next write is whole again, trusting the server only with what it reloads; a new process starts
+with nothing remembered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 Lists = Mapping[str, tuple[str, ...]]
 """A record's list fields by field name."""
 
 LONG = 64
+"""Lists of at least this many entries are remembered, to leave them out when unchanged."""
+
+SIDE = 256
+"""A citation list of at least this many entries is kept in a sorted set of its own."""
+
+SIDE_FIELDS = frozenset({"source_chunk_ids", "file_paths", "doc_ids"})
+"""The lists that grow with a hub (an entity's aliases and a relation's keywords do not)."""
+
+SIDE_MARKER = "@"
+"""A record field whose list is in its sorted set (a JSON list starts with "[")."""
+
+SideKey = Callable[[str, str], str]
+"""The sorted set of a record's list: (record's Redis key, field name) -> Redis key."""
+
+
+@dataclass(frozen=True)
+class SideWrite:
+    """What one write does to a list's sorted set: empty it first (`whole`), then remove and
+    add entries."""
+
+    key: str
+    whole: bool
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
 
 
 @dataclass
 class ListPlan:
-    """One batch's record writes: the list fields each record's HSET leaves out (by Redis key),
-    and what to remember once the batch is written."""
+    """One batch's record writes: the list fields each record's HSET leaves out and those it
+    writes as `SIDE_MARKER` (by Redis key), the sorted-set writes and deletions, and what to
+    remember once the batch is written."""
 
     leave_out: dict[str, frozenset[str]] = field(default_factory=dict)
+    marked: dict[str, frozenset[str]] = field(default_factory=dict)
+    side_writes: list[SideWrite] = field(default_factory=list)
+    side_deletes: list[str] = field(default_factory=list)
     sent: dict[str, Lists] = field(default_factory=dict)
+    sides: dict[str, bool] = field(default_factory=dict)  # sorted set -> exists after the batch
 
     def fields_left_out(self, redis_key: str) -> frozenset[str]:
         return self.leave_out.get(redis_key, frozenset())
 
+    def fields_marked(self, redis_key: str) -> frozenset[str]:
+        return self.marked.get(redis_key, frozenset())
+
 
 class WrittenLists:
-    """The long list fields of the records this process wrote last, by Redis key."""
+    """The long list fields of the records this process wrote last, by Redis key, and the
+    sorted sets that hold the longest."""
 
-    def __init__(self) -> None:
+    def __init__(self, side_key: SideKey | None = None) -> None:
+        """`side_key`: where a record's long citation list goes; None keeps every list in its
+        record's hash (a Redis Cluster)."""
         self._lists: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._side_key = side_key
+        self._sides: set[str] | None = None if side_key is not None else set()
+
+    @property
+    def knows_side_lists(self) -> bool:
+        """Whether the sorted sets that exist are known (`know_side_lists`)."""
+        return self._sides is not None
+
+    def know_side_lists(self, keys: Iterable[str]) -> None:
+        """The sorted sets that exist in the store (read at the first write, and again after
+        `clear`)."""
+        self._sides = set(keys)
 
     def plan(self, records: Iterable[tuple[str, Lists]]) -> ListPlan:
-        """Which lists each of `records` ((Redis key, its lists), in write order) can leave
-        out: those equal to the lists last written, or planned earlier in the same batch."""
+        """How to write each of `records` ((Redis key, its lists), in write order): the lists
+        it leaves out (equal to the lists last written, or planned earlier in the same batch),
+        those in sorted sets, and what changes in those."""
+        if self._sides is None:
+            raise RuntimeError("the sorted sets of long lists are not known yet")
         plan = ListPlan()
         for redis_key, lists in records:
             last = plan.sent.get(redis_key) or self._lists.get(redis_key, {})
-            same = frozenset(name for name, values in lists.items() if last.get(name) == values)
+            same, marked = set(), set()
+            for name, values in lists.items():
+                side = self._side_key(redis_key, name) if self._side_key else None
+                exists = side is not None and plan.sides.get(side, side in self._sides)
+                if side is not None and len(values) >= SIDE and _ordered_set(values):
+                    before = last.get(name) if exists else None
+                    if before is None:
+                        plan.side_writes.append(SideWrite(side, bool(exists), (), values))
+                    elif before != values:
+                        old, new = set(before), set(values)
+                        removed, added = tuple(old - new), tuple(new - old)
+                        plan.side_writes.append(SideWrite(side, False, removed, added))
+                    if exists:
+                        same.add(name)  # the field is the marker already
+                    else:
+                        marked.add(name)
+                    plan.sides[side] = True
+                    continue
+                if not exists and last.get(name) == values:
+                    same.add(name)
+                if exists and side is not None:
+                    plan.side_deletes.append(side)
+                    plan.sides[side] = False
             if same:
-                plan.leave_out[redis_key] = same
+                plan.leave_out[redis_key] = frozenset(same)
+            if marked:
+                plan.marked[redis_key] = frozenset(marked)
             plan.sent[redis_key] = lists
         return plan
 
     def written(self, plan: ListPlan, deleted: Iterable[str]) -> None:
-        """`plan`'s batch is written, with the records of `deleted` (Redis keys) deleted."""
+        """`plan`'s batch is written, with the records of `deleted` (Redis keys) deleted and
+        their sorted sets (`side_lists_of`) with them."""
         for redis_key, lists in plan.sent.items():
             long = {name: values for name, values in lists.items() if len(values) >= LONG}
             if long:
                 self._lists[redis_key] = long
             else:
                 self._lists.pop(redis_key, None)
+        sides = self._sides if self._sides is not None else set()
+        for side, exists in plan.sides.items():
+            (sides.add if exists else sides.discard)(side)
         for redis_key in deleted:
             self._lists.pop(redis_key, None)
+            sides.difference_update(self.side_lists_of(redis_key))
+
+    def side_lists_of(self, redis_key: str) -> list[str]:
+        """The sorted sets a record's lists may be in."""
+        if self._side_key is None:
+            return []
+        return [self._side_key(redis_key, name) for name in sorted(SIDE_FIELDS)]
 
     def clear(self) -> None:
         self._lists.clear()
+        if self._side_key is not None:
+            self._sides = None
+
+
+def _ordered_set(values: tuple[str, ...]) -> bool:
+    """Whether `values` are sorted and distinct, so that a sorted set gives them back as they
+    were (the dataflow's lists are; C loops: 0.1 ms for 5,000 chunk ids)."""
+    ordered = sorted(values)
+    return ordered == list(values) and len(set(ordered)) == len(ordered)

@@ -33,6 +33,7 @@ from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
 from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
+from connectors.redis.written_lists import SIDE, SIDE_MARKER
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
@@ -468,6 +469,107 @@ def test_forgetting_what_was_written_writes_every_list_again(store):
     store.forget_written()  # as after the embedded server's restart (Stores.revive)
     store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
     assert store.get_entities(["ada"])["ada"] == hub(100, 80)
+
+
+# -- long citation lists in sorted sets (connectors/redis/written_lists.py) ----
+
+
+def side_list(store: GraphStore, key: str, field_name: str) -> list[str] | None:
+    """The sorted set holding an entity's list, or None when the list is in the hash."""
+    side = store.keys.side_list(store.keys.entity(key), field_name)
+    return store.client.zrange(side, 0, -1) if store.client.exists(side) else None
+
+
+def test_a_long_citation_list_is_a_sorted_set_written_by_what_changed(store: GraphStore):
+    """On one server a list of at least SIDE entries moves to a sorted set and a write sends
+    only its changes; a cluster keeps every list in the hash. Every read gives the record
+    back as written."""
+    big = hub(SIDE + 40, SIDE + 10)
+    store.apply(GraphBatch(entity_upserts=(big, entity("bob"))))
+    on_a_node = not store.is_cluster
+    stored = store.client.hget(store.keys.entity("ada"), "source_chunk_ids")
+    assert (stored == SIDE_MARKER) is on_a_node
+    if on_a_node:
+        assert side_list(store, "ada", "source_chunk_ids") == list(big.source_chunk_ids)
+        # A member the next write does not send stays: it sends only what changed.
+        side = store.keys.side_list(store.keys.entity("ada"), "source_chunk_ids")
+        store.client.zadd(side, {"chunk-zz-untouched": 0})
+
+    edited = replace(big, source_chunk_ids=(*big.source_chunk_ids[1:], "chunk-new"))
+    store.apply(GraphBatch(entity_upserts=(edited,), relation_upserts=(relation("ada", "bob"),)))
+    expected = edited
+    if on_a_node:
+        untouched = (*edited.source_chunk_ids, "chunk-zz-untouched")
+        expected = replace(edited, source_chunk_ids=untouched)
+    assert store.get_entities(["ada"])["ada"] == expected
+    assert store.get_entities_and_degrees(["ada"])[0]["ada"] == expected
+    assert store.get_relations_with_endpoints([("ada", "bob")])[1]["ada"] == expected
+    assert {e.key: e for e in store.iter_entities()}["ada"] == expected
+    assert store.chunk_ids_of_few(["ada", "bob"], at_most=20) == {
+        "bob": entity("bob").source_chunk_ids
+    }
+
+
+def test_a_list_that_shrinks_or_a_record_deleted_leaves_no_sorted_set(store: GraphStore):
+    store.apply(GraphBatch(entity_upserts=(hub(SIDE, SIDE),)))
+    shrunk = hub(SIDE - 1, SIDE)
+    store.apply(GraphBatch(entity_upserts=(shrunk,)))
+    assert side_list(store, "ada", "source_chunk_ids") is None
+    assert store.get_entities(["ada"])["ada"] == shrunk
+    store.apply(GraphBatch(entity_deletes=("ada",)))
+    assert side_list(store, "ada", "doc_ids") is None
+    assert not list(store.client.scan_iter(match=store.keys.pattern("list")))
+
+
+def test_an_unsorted_long_list_stays_in_the_hash(store: GraphStore):
+    unsorted = replace(
+        hub(SIDE + 1, 2), source_chunk_ids=tuple(f"c{n}" for n in range(SIDE, 0, -1))
+    )
+    store.apply(GraphBatch(entity_upserts=(unsorted,)))
+    assert side_list(store, "ada", "source_chunk_ids") is None
+    assert store.get_entities(["ada"])["ada"] == unsorted
+
+
+@pytest.fixture
+def node_store(redis_server) -> Iterator[GraphStore]:
+    """A store on one Redis server (where long lists go to sorted sets), dropped afterwards."""
+    graph = GraphStore.from_url(redis_server.url, workspace=f"test{next(_workspaces)}")
+    try:
+        yield graph
+    finally:
+        graph.clear()
+        graph.close()
+
+
+def test_a_new_process_or_a_restarted_server_writes_each_sorted_set_whole(
+    node_store: GraphStore,
+):
+    """What this process did not send itself is never trusted: a new store (a new process)
+    and one told to forget (`Stores.revive`) write a long list whole again."""
+    store = node_store
+    big = hub(SIDE + 5, SIDE + 5)
+    store.apply(GraphBatch(entity_upserts=(big,)))
+    side = store.keys.side_list(store.keys.entity("ada"), "source_chunk_ids")
+    store.client.zadd(side, {"chunk-stale": 0})
+
+    later = GraphStore(store.client, workspace=store.workspace)
+    later.apply(GraphBatch(entity_upserts=(big,)))
+    assert later.get_entities(["ada"])["ada"] == big
+    store.client.zadd(side, {"chunk-stale": 0})
+    store.forget_written()
+    store.apply(GraphBatch(entity_upserts=(big,)))
+    assert store.get_entities(["ada"])["ada"] == big
+
+
+def test_a_relations_long_lists_are_sorted_sets_too(store: GraphStore):
+    doc_ids = tuple(f"docs/{n:04}.md" for n in range(SIDE))
+    cited = replace(relation("ada", "bob"), file_paths=doc_ids, doc_ids=doc_ids)
+    store.apply(GraphBatch(relation_upserts=(cited,)))
+    fewer = replace(cited, doc_ids=doc_ids[1:])
+    store.apply(GraphBatch(relation_upserts=(fewer,)))
+    assert store.get_relations([cited.pair])[cited.pair] == fewer
+    assert store.get_relations_and_end_degrees([cited.pair])[0][cited.pair] == fewer
+    assert list(store.iter_relations()) == [fewer]
 
 
 # -- the alias index ----------------------------------------------------------
