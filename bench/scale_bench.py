@@ -97,6 +97,19 @@ class SizeResult:
         return size / self.corpus_bytes
 
 
+def redis_work(client: Any) -> str:
+    """What the embedded redis-server has done so far: its CPU seconds (its own, and its
+    children's: the append-only file's rewrites), the rewrites, and the bytes it was sent."""
+    cpu, persistence, stats = client.info("cpu"), client.info("persistence"), client.info("stats")
+    own = cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+    children = cpu["used_cpu_user_children"] + cpu["used_cpu_sys_children"]
+    received = stats["total_net_input_bytes"] / 1e6
+    return (
+        f"redis used {own:.1f} s of CPU and its AOF rewrites {children:.1f} s "
+        f"({persistence['aof_rewrites']} rewrites), received {received:.0f} MB"
+    )
+
+
 def recovery_parts(data_dir: Path) -> str:
     """Where a running index's recovery bytes are: each partition's file, its free pages
     (read by a second connection, as SQLite allows beside Bytewax's) and its WAL."""
@@ -227,6 +240,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
         first, half, load = wait_loaded(graph, size, process, log)
         chunks = sum(len(d.record.chunk_ids) for d in graph.iter_documents())
         progress(f"{size} documents: loaded in {load:.1f} s (first PROCESSED after {first:.1f} s)")
+        progress(f"{size} documents: after the load, {redis_work(graph.client)}")
         hub_docs, rare_docs, hub_citations, rare_citations = classify_documents(graph)
         rng = random.Random(f"kgstream-scale-{args.seed}-{size}")
 
