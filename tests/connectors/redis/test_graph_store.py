@@ -400,7 +400,7 @@ def test_invalid_batches_are_rejected_before_anything_is_written(store: GraphSto
 
 
 def hub(chunks: int, docs: int, key: str = "ada") -> EntityRecord:
-    """An entity cited by `chunks` chunks of `docs` documents (lists of at least LONG)."""
+    """An entity cited by `chunks` chunks of `docs` documents."""
     doc_ids = tuple(f"docs/{n:04}.md" for n in range(docs))
     return replace(
         entity(key),
@@ -410,38 +410,53 @@ def hub(chunks: int, docs: int, key: str = "ada") -> EntityRecord:
     )
 
 
-def tamper(store: GraphStore, key: str, field_name: str) -> None:
-    """Change a stored list behind the store's back: a write that sends the list undoes it."""
-    store.client.hset(store.keys.entity(key), field_name, '["tampered"]')
+def tamper(store: GraphStore, record: str, field_name: str) -> None:
+    """Add "tampered" to a stored list of the record at Redis key `record`, behind the
+    store's back (to its sorted set on one server, or make it the hash's whole list on a
+    cluster): a write that sends the list whole undoes it, one that leaves it out or sends
+    only its changes keeps it."""
+    side = store.keys.side_list(record, field_name)
+    if store.client.exists(side):
+        store.client.zadd(side, {"tampered": 0})
+    else:
+        store.client.hset(record, field_name, '["tampered"]')
+
+
+def tampered(store: GraphStore, values: tuple[str, ...]) -> tuple[str, ...]:
+    """A long list as `tamper` leaves it."""
+    return ("tampered",) if store.is_cluster else (*values, "tampered")
 
 
 def test_a_record_written_again_leaves_out_its_long_lists_that_did_not_change(store):
     store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
-    tamper(store, "ada", "doc_ids")
-    tamper(store, "ada", "aliases")  # short (empty): always sent
+    tamper(store, store.keys.entity("ada"), "doc_ids")
+    tamper(store, store.keys.entity("ada"), "aliases")  # short (empty): always sent
 
     edited = hub(101, 80)  # a chunk more, the same documents and paths
     store.apply(GraphBatch(entity_upserts=(edited,)))
     stored = store.get_entities(["ada"])["ada"]
     assert stored.source_chunk_ids == edited.source_chunk_ids
     assert stored.file_paths == edited.file_paths
-    assert stored.doc_ids == ("tampered",)  # left out: the store had it
+    assert stored.doc_ids == tampered(store, edited.doc_ids)  # left out: the store had it
     assert stored.aliases == ()
 
     moved = hub(101, 81)
     store.apply(GraphBatch(entity_upserts=(moved,)))
-    assert store.get_entities(["ada"])["ada"] == moved
+    if store.is_cluster:  # sent whole
+        assert store.get_entities(["ada"])["ada"] == moved
+    else:  # only what changed: the sorted set keeps what the write did not touch
+        assert store.get_entities(["ada"])["ada"].doc_ids == tampered(store, moved.doc_ids)
 
 
 def test_a_relation_written_again_leaves_out_its_long_lists_that_did_not_change(store):
     doc_ids = tuple(f"docs/{n:04}.md" for n in range(70))
     cited = replace(relation("ada", "bob"), file_paths=doc_ids, doc_ids=doc_ids)
     store.apply(GraphBatch(relation_upserts=(cited,)))
-    store.client.hset(store.keys.relation(cited.pair), "doc_ids", '["tampered"]')
+    tamper(store, store.keys.relation(cited.pair), "doc_ids")
     again = replace(cited, source_chunk_ids=("chunk-1", "chunk-2"))
     store.apply(GraphBatch(relation_upserts=(again,)))
     stored = store.get_relations([cited.pair])[cited.pair]
-    assert stored.doc_ids == ("tampered",)
+    assert stored.doc_ids == tampered(store, doc_ids)
     assert stored.source_chunk_ids == ("chunk-1", "chunk-2") and stored.file_paths == doc_ids
 
 
@@ -465,7 +480,7 @@ def test_a_record_deleted_or_not_written_is_written_whole_next_time(store, monke
 
 def test_forgetting_what_was_written_writes_every_list_again(store):
     store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
-    tamper(store, "ada", "doc_ids")
+    tamper(store, store.keys.entity("ada"), "doc_ids")
     store.forget_written()  # as after the embedded server's restart (Stores.revive)
     store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
     assert store.get_entities(["ada"])["ada"] == hub(100, 80)
