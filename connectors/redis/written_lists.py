@@ -52,8 +52,10 @@ SideKey = Callable[[str, str], str]
 
 @dataclass(frozen=True)
 class SideWrite:
-    """What one write does to a list's sorted set: empty it first (`whole`), then remove and
-    add entries."""
+    """What one write does to a list's sorted set: empty it first (`whole`, whether or not
+    this process knows the set to exist: a Bytewax process's workers write from their own
+    threads, and one may learn of a set after another wrote it), then remove and add
+    entries."""
 
     key: str
     whole: bool
@@ -99,8 +101,10 @@ class WrittenLists:
 
     def know_side_lists(self, keys: Iterable[str]) -> None:
         """The sorted sets that exist in the store (read at the first write, and again after
-        `clear`)."""
-        self._sides = set(keys)
+        `clear`), unless another thread has told it meanwhile."""
+        found = set(keys)
+        if self._sides is None:
+            self._sides = found
 
     def plan(self, records: Iterable[tuple[str, Lists]]) -> ListPlan:
         """How to write each of `records` ((Redis key, its lists), in write order): the lists
@@ -118,7 +122,7 @@ class WrittenLists:
                 if side is not None and len(values) >= SIDE and _ordered_set(values):
                     before = last.get(name) if exists else None
                     if before is None:  # whole: the set emptied first, the field marked
-                        plan.side_writes.append(SideWrite(side, bool(exists), (), values))
+                        plan.side_writes.append(SideWrite(side, True, (), values))
                         marked.add(name)
                     else:  # the field is the marker already
                         same.add(name)

@@ -33,7 +33,7 @@ from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
 from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
-from connectors.redis.written_lists import SIDE, SIDE_MARKER
+from connectors.redis.written_lists import SIDE, SIDE_MARKER, SideWrite, WrittenLists
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
@@ -574,6 +574,18 @@ def test_a_new_process_or_a_restarted_server_writes_each_sorted_set_whole(
     store.forget_written()
     store.apply(GraphBatch(entity_upserts=(big,)))
     assert store.get_entities(["ada"])["ada"] == big
+
+
+def test_a_whole_write_empties_the_set_even_one_the_store_does_not_know_of() -> None:
+    """A process's Bytewax workers write from their own threads, so one may learn which sets
+    exist after another wrote one: a write that sends a list whole empties its set first
+    whether or not the set is known, and so leaves no member of an older list."""
+    written = WrittenLists(lambda record, name: f"{record}:{name}")
+    written.know_side_lists([])  # believes no set exists
+    ids = tuple(f"chunk-{n:04}" for n in range(SIDE))
+    plan = written.plan([("ent:ada", {"source_chunk_ids": ids})])
+    assert plan.side_writes == [SideWrite("ent:ada:source_chunk_ids", True, (), ids)]
+    assert plan.fields_marked("ent:ada") == {"source_chunk_ids"}
 
 
 def test_a_relations_long_lists_are_sorted_sets_too(store: GraphStore):
