@@ -117,7 +117,9 @@ class WrittenLists:
             last = plan.sent.get(redis_key) or self._lists.get(redis_key, {})
             same, marked = set(), set()
             for name, values in lists.items():
-                side = self._side_key(redis_key, name) if self._side_key else None
+                side = None
+                if self._side_key is not None and name in SIDE_FIELDS:
+                    side = self._side_key(redis_key, name)
                 exists = side is not None and plan.sides.get(side, side in self._sides)
                 if side is not None and len(values) >= SIDE and _ordered_set(values):
                     before = last.get(name) if exists else None

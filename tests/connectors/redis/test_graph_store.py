@@ -588,6 +588,20 @@ def test_a_whole_write_empties_the_set_even_one_the_store_does_not_know_of() -> 
     assert plan.fields_marked("ent:ada") == {"source_chunk_ids"}
 
 
+def test_long_aliases_and_keywords_stay_in_the_hash(store: GraphStore):
+    """Only citation lists go to sorted sets: an entity's aliases feed the alias index, which
+    reads them from the hash."""
+    aliases = tuple(f"alias {n:03}" for n in range(SIDE))
+    named = replace(entity("ada"), aliases=aliases)
+    keywords = tuple(f"kw{n:03}" for n in range(SIDE))
+    related = replace(relation("ada", "bob"), keywords=keywords)
+    store.apply(GraphBatch(entity_upserts=(named, entity("bob")), relation_upserts=(related,)))
+    assert store.get_entities(["ada"])["ada"] == named
+    assert store.get_relations([related.pair])[related.pair] == related
+    assert store.entities_by_alias(["alias 007"]) == {"alias 007": ["ada"]}
+    assert not list(store.client.scan_iter(match=store.keys.pattern("list")))
+
+
 def test_a_relations_long_lists_are_sorted_sets_too(store: GraphStore):
     doc_ids = tuple(f"docs/{n:04}.md" for n in range(SIDE))
     cited = replace(relation("ada", "bob"), file_paths=doc_ids, doc_ids=doc_ids)
