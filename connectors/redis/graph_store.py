@@ -410,22 +410,20 @@ class GraphStore:
         ends = list(dict.fromkeys(key for pair in wanted for key in pair))
         if not wanted:
             return {}, {}
+        relation_keys = [self.keys.relation(pair) for pair in wanted]
+        entity_keys = [self.keys.entity(key) for key in ends]
         pipe = self._client.pipeline(transaction=False)
-        for pair in wanted:
-            pipe.hgetall(self.keys.relation(pair))
+        for redis_key in relation_keys:
+            pipe.hgetall(redis_key)
         if self._cluster is not None:
             # A cluster pipeline reads every node at once: the entities must come after.
             relation_rows = pipe.execute()
             pipe = self._client.pipeline(transaction=False)
-        for key in ends:
-            pipe.hgetall(self.keys.entity(key))
+        for redis_key in entity_keys:
+            pipe.hgetall(redis_key)
         replies = pipe.execute()
         if self._cluster is None:
             relation_rows, replies = replies[: len(wanted)], replies[len(wanted) :]
-        relation_keys, entity_keys = (
-            [self.keys.relation(p) for p in wanted],
-            [self.keys.entity(k) for k in ends],
-        )
         both = self._read_in([*relation_keys, *entity_keys], [*relation_rows, *replies])
         relation_rows, replies = both[: len(wanted)], both[len(wanted) :]
         relations = {
@@ -723,13 +721,14 @@ class GraphStore:
         (queued on the pipeline for each entity key), in key order."""
         if not wanted:
             return {}, []
+        redis_keys = [self.keys.entity(key) for key in wanted]
         pipe = self._client.pipeline(transaction=False)
-        for key in wanted:
-            pipe.hgetall(self.keys.entity(key))
+        for redis_key in redis_keys:
+            pipe.hgetall(redis_key)
         for key in wanted:
             command(pipe, key)
         replies = pipe.execute()
-        rows = self._read_in([self.keys.entity(k) for k in wanted], replies[: len(wanted)])
+        rows = self._read_in(redis_keys, replies[: len(wanted)])
         entities = {k: entity_from(row) for k, row in zip(wanted, rows, strict=True) if row}
         return entities, list(replies[len(wanted) :])
 

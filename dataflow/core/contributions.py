@@ -170,9 +170,6 @@ class ChunkLedger:
         pair it relates."""
         return {*self.entities, *(key for pair in self.relations for key in pair)}
 
-    def __deepcopy__(self, memo: dict[int, object]) -> ChunkLedger:
-        return self  # deeply immutable, so Bytewax's snapshot copy can share it
-
     def packed(self) -> bytes:
         """The ledger as its step's snapshot: one packed blob of its values
         (dataflow/core/snapshots.py)."""

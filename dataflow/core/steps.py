@@ -56,9 +56,6 @@ class DocumentState:
     file_path: str
     chunk_ids: tuple[str, ...]
 
-    def __deepcopy__(self, memo: dict[int, object]) -> DocumentState:
-        return self  # deeply immutable, so Bytewax's snapshot copy can share it
-
     def packed(self) -> bytes:
         """The state as its step's snapshot: one packed blob of its values
         (dataflow/core/snapshots.py), where a pickled object's class and field names were most
