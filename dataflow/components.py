@@ -22,6 +22,7 @@ from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
+from dataflow.core.fragment_log import LOG_OVER
 from dataflow.core.messages import Drafted, EntityDrafted, SourceEvent, Vector
 from dataflow.extraction_pool import ExtractionPool, ExtractMany
 
@@ -66,6 +67,9 @@ class Components:
     # them (dataflow/core/tally.py), so its render costs what changed, not its size; below
     # half of it, the totals are dropped again (they take about half the fragments' memory).
     tally_over_fragments: int = 64
+    # From this many fragments, a key's snapshot is its last whole packing and the changes
+    # packed since (dataflow/core/fragment_log.py), so snapshotting it costs what changed.
+    log_over_fragments: int = LOG_OVER
     # A large document is passed on from extraction in pieces of this many extracted chunks
     # (0: whole), each committed and shown as progress; finished documents wait for a batch
     # of this many chunks (or 1 s) while others are extracted.

@@ -27,6 +27,7 @@ renders call the LLM concurrently inside their batch step.
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 import zlib
@@ -71,6 +72,7 @@ from dataflow.core.contributions import (
     entity_draft,
     relation_draft,
 )
+from dataflow.core.fragment_log import LOG_OVER, FragmentLog, restore_log
 from dataflow.core.messages import (
     Ack,
     ChunkOutcome,
@@ -88,7 +90,7 @@ from dataflow.core.messages import (
     Ticket,
 )
 from dataflow.core.naming import relation_id
-from dataflow.core.snapshots import pack, unpack
+from dataflow.core.snapshots import is_packed, pack, unpack
 from dataflow.core.steps import (
     ChunkAdded,
     ChunkExtracted,
@@ -166,13 +168,14 @@ def build_flow(
         "key_relation", delta_split.falses, _route_key
     )
     delay = timedelta(seconds=components.coalesce_seconds)
-    summary_due, tally_over = components.renderer.summary_due, components.tally_over_fragments
+    summary_due = components.renderer.summary_due
+    over = (components.tally_over_fragments, components.log_over_fragments)
     entities: Stream[EntityDrafted] = op.key_rm(
         "unkey_entity",
         op.stateful_batch(
             "entity",
             by_entity,
-            lambda resume: _EntityLogic(resume, delay, summary_due, tally_over),
+            lambda resume: _EntityLogic(resume, delay, summary_due, *over),
         ),
     )
     relations: Stream[RelationDrafted] = op.key_rm(
@@ -180,7 +183,7 @@ def build_flow(
         op.stateful_batch(
             "relation",
             by_relation,
-            lambda resume: _RelationLogic(resume, delay, summary_due, tally_over),
+            lambda resume: _RelationLogic(resume, delay, summary_due, *over),
         ),
     )
     drafted: Stream[Drafted] = op.merge("states", entities, relations)
@@ -493,19 +496,35 @@ class _FragmentsLogicState(Generic[K, F]):
     # Running totals of `fragments` for a key with many (`_FragmentsLogic`). Never in a
     # snapshot: built again from the fragments when a resumed key is next touched.
     tally: FragmentTally[F] | None = field(default=None, compare=False, repr=False)
+    # A big key's fragments as its snapshots hold them: packed whole when last packed, and
+    # the changes since (dataflow/core/fragment_log.py). Kept by `_FragmentsLogic`.
+    log: FragmentLog[F] | None = field(default=None, compare=False, repr=False)
 
     def pack(self) -> bytes:
-        """The state as its step's snapshot (`_FragmentsLogic.snapshot`): one packed blob
-        (dataflow/core/snapshots.py) of plain values, the fragments as rows without their
-        kind, which the step knows. A hub is snapshotted whole in every epoch it is touched,
-        and most of the 74,000 relations at 16,000 documents hold one or two fragments, where
-        an object's pickled class and restore function were a sixth of the bytes."""
+        """The state as its step's snapshot (`_FragmentsLogic.snapshot`).
+
+        A key without a log: one packed blob (dataflow/core/snapshots.py) of plain values,
+        the fragments as rows without their kind, which the step knows (most of the 74,000
+        relations at 16,000 documents hold one or two fragments, where an object's pickled
+        class and restore function were a sixth of the bytes). A key with a log: the plain
+        values pickled with its base and pieces, which are packed already (a pickle, so never
+        taken for a Zstandard frame)."""
+        acks = tuple(self.acks.items())
+        if self.log is not None and self.fragments:
+            base, pieces = self.log.packed(self.fragments)
+            logged = (self.key, base, pieces, acks, self.due, self.released)
+            return pickle.dumps(logged, protocol=pickle.HIGHEST_PROTOCOL)
         rows = FragmentRows.of(self.fragments).rows if self.fragments else None
-        return pack((self.key, rows, tuple(self.acks.items()), self.due, self.released))
+        return pack((self.key, rows, acks, self.due, self.released))
 
     @staticmethod
     def unpack(blob: bytes, kind: type[F]) -> _FragmentsLogicState[Any, F]:
         """The state `pack` made `blob` of, its fragments of `kind`."""
+        if not is_packed(blob):
+            key, base, pieces, acks, due, released = cast(_LoggedFragmentsState, pickle.loads(blob))
+            log = FragmentLog[F](base, list(pieces))
+            logged = restore_log(kind, base, pieces)
+            return _FragmentsLogicState(key, logged, Counter(dict(acks)), due, released, log=log)
         key, rows, acks, due, released = cast(_PackedFragmentsState, unpack(blob))
         fragments = FragmentRows(kind, rows).restore() if rows is not None else None
         return _FragmentsLogicState(key, fragments, Counter(dict(acks)), due, released)
@@ -535,6 +554,16 @@ def _unpack_fragments_state(blob: bytes) -> _FragmentsLogicState[Any, Any]:
     key, kind_rows, acks, due, released = cast(_PackedStateWithKind, unpack(blob))
     fragments = FragmentRows(*kind_rows).restore() if kind_rows is not None else None
     return _FragmentsLogicState(key, fragments, Counter(dict(acks)), due, released)
+
+
+_LoggedFragmentsState = tuple[
+    Any,  # the key
+    bytes,  # the log's base: the fragments' rows, packed
+    tuple[bytes, ...],  # its pieces: the changes since, packed
+    tuple[tuple[tuple[Ticket, str], int], ...],
+    datetime | None,
+    datetime | None,
+]
 
 
 _PackedStateWithKind = tuple[
@@ -575,6 +604,7 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
         delay: timedelta,
         summary_due: Callable[[Draft | None], bool] | None = None,
         tally_over: int = 64,
+        log_over: int = LOG_OVER,
     ) -> None:
         if isinstance(resume, bytes):
             resume = _FragmentsLogicState.unpack(resume, self.kind)
@@ -583,6 +613,7 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
         self.delay = delay
         self.summary_due: Callable[[Draft | None], bool] = summary_due or _never
         self.tally_over = tally_over
+        self.log_over = log_over
 
     def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
         updates = [self.update(tagged.delta) for tagged in values]
@@ -591,6 +622,10 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
         fragments = self.state.fragments if self.state.fragments is not None else {}
         folded = ((contribution_id, fragment) for _, contribution_id, fragment in updates)
         fold_fragments(fragments, folded, self.state.tally)
+        if self.state.log is not None:
+            self.state.log.note(
+                (contribution_id, fragment) for _, contribution_id, fragment in updates
+            )
         self.state.fragments = fragments or None
         self._keep_tally()
         if not self.delay or not self.summary_due(self._draft()):
@@ -606,6 +641,8 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
         return self._release()
 
     def on_eof(self) -> tuple[Iterable[Out], bool]:
+        # A stopped index's snapshot is packed whole: the pieces of a log are more bytes.
+        self.state.log = None
         if self.state.due is None:
             return [], StatefulBatchLogic.RETAIN
         return self._release()
@@ -659,7 +696,18 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
 
     def snapshot(self) -> bytes:
         # Packed now, so the folds after it (in place, `fold_fragments`) cannot reach it.
+        self._keep_log()
         return self.state.pack()
+
+    def _keep_log(self) -> None:
+        """Make or drop the key's snapshot log as its size crosses `log_over` or half of it
+        (dataflow/core/fragment_log.py); `on_batch` notes its changes in between."""
+        state = self.state
+        size = len(state.fragments) if state.fragments else 0
+        if state.log is not None and size * 2 < self.log_over:
+            state.log = None
+        elif state.log is None and size >= self.log_over and state.fragments:
+            state.log = FragmentLog.of(state.fragments)
 
 
 class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityDraft, EntityDrafted]):

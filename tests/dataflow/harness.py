@@ -75,9 +75,11 @@ def components_with(embedder: Embedder, redis_url: str, vector_dir: Path) -> Com
         embedder=embedder,
         renderer=renderer(),
         stores=Stores(graph, vectors),
-        # Low, so that the flow tests' entities and relations keep running totals from their
-        # fourth fragment, drop them under two, and draft from fragments in between.
+        # Low, so that the flow tests' entities and relations keep running totals and
+        # snapshot as logs from their fourth fragment, drop both under two, and draft from
+        # fragments and snapshot them whole in between.
         tally_over_fragments=4,
+        log_over_fragments=4,
     )
 
 

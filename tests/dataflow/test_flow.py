@@ -16,7 +16,6 @@ from tests.dataflow.harness import (
     entry_point_for,
     events,
     fresh_build,
-    new_components,
     run_flow,
     stored,
 )
@@ -29,14 +28,6 @@ BOB = (
     "Alice Moreau met Bob Tanaka in Lisbon."
 )
 CARLA = "Carla Diaz leads the Atlas Project at Northwind Labs."
-
-
-@pytest.fixture
-def components(redis_server, llm_server, tmp_path):
-    built = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
-    yield built
-    built.stores.graph.clear()
-    built.stores.vectors.close()
 
 
 def assert_stores_equal_fresh_build(components, final_documents, embed):
