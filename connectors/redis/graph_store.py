@@ -199,8 +199,7 @@ class GraphStore:
         self._client = client
         self._cluster = client if isinstance(client, RedisCluster) else None
         self.keys = KeyLayout(workspace)
-        # A cluster writes by slot in phases (slot_writes.py) and keeps every list in its hash.
-        self._written = WrittenLists(None if self._cluster is not None else self.keys.side_list)
+        self._written = WrittenLists(self.keys.side_list)
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
@@ -249,14 +248,7 @@ class GraphStore:
         check_batch(batch)
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
-        if not self._written.knows_side_lists:
-            self._written.know_side_lists(self._client.scan_iter(match=keys.pattern("list")))
-        lists = self._written.plan(
-            chain(
-                ((keys.entity(e.key), entity_lists(e)) for e in batch.entity_upserts),
-                ((keys.relation(r.pair), relation_lists(r)) for r in batch.relation_upserts),
-            )
-        )
+        lists = self.plan_lists(batch)
         deleted = [
             *(keys.entity(key) for key in batch.entity_deletes),
             *(keys.relation(relation_pair(*pair)) for pair in batch.relation_deletes),
@@ -267,6 +259,18 @@ class GraphStore:
             version = self._apply_to_node(batch, stamp, lists, deleted)
         self._written.written(lists, deleted)
         return version
+
+    def plan_lists(self, batch: GraphBatch) -> ListPlan:
+        """How `apply` writes the long lists of `batch`'s records (`WrittenLists.plan`)."""
+        keys = self.keys
+        if not self._written.knows_side_lists:
+            self._written.know_side_lists(self._client.scan_iter(match=keys.pattern("list")))
+        return self._written.plan(
+            chain(
+                ((keys.entity(e.key), entity_lists(e)) for e in batch.entity_upserts),
+                ((keys.relation(r.pair), relation_lists(r)) for r in batch.relation_upserts),
+            )
+        )
 
     def forget_written(self) -> None:
         """Write every record whole from now on, until written again (`WrittenLists`): for a

@@ -62,6 +62,7 @@ class KeyLayout:
         self.version = self.prefix + "version"
         self.adjacency_prefix = self.prefix + "adj:{"
         self.alias_prefix = self.prefix + "alias:{"
+        self.entity_side_lists = self.prefix + "list:ent:"  # how an entity's sorted sets begin
 
     def entity(self, key: str) -> str:
         return f"{self.prefix}ent:{{{escape(key)}}}"
@@ -81,7 +82,7 @@ class KeyLayout:
 
     def side_list(self, record_key: str, field: str) -> str:
         """The sorted set of a record's long list (`record_key` is the record's Redis key;
-        the list shares its hash tag, so its slot)."""
+        the list shares its hash tag, so its slot: a Redis Cluster writes both in one call)."""
         return f"{self.prefix}list:{record_key[len(self.prefix) :]}:{field}"
 
     def chunk(self, chunk_id: str) -> str:

@@ -10,8 +10,10 @@ starts only once the one before has been applied everywhere:
    reads as PROCESSED while its records change;
 2. *retract and prepare*: relation deletes with their adjacency, the alias index moves
    (computed from the aliases stored in the entity hashes, read before phase 1), chunks;
-3. *entities*: entity upserts and deletes;
-4. *relations*: relation upserts with their adjacency;
+3. *entities*: entity upserts and deletes, with their long lists' sorted sets
+   (connectors/redis/written_lists.py: a set shares its record's hash tag, so its slot's call);
+4. *relations*: relation upserts with their adjacency and their sorted sets (a deleted
+   relation's go in phase 2, with it);
 5. *documents*: document records and the status sets;
 6. the index version's INCR.
 
@@ -50,7 +52,7 @@ from connectors.redis.records import (
     relation_fields,
     status_moves,
 )
-from connectors.redis.written_lists import ListPlan
+from connectors.redis.written_lists import SIDE_FIELDS, ListPlan
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
 
@@ -173,15 +175,29 @@ def plan_phases(
     for chunk_id in batch.chunk_deletes:
         prepare.add("DEL", keys.chunk(chunk_id))
 
+    for pair in removed_pairs:
+        _delete_side_lists(prepare, keys, keys.relation(pair))
     for entity in batch.entity_upserts:
         key = keys.entity(entity.key)
-        entities.add_hash(key, entity_fields(entity, lists.fields_left_out(key)))
+        left_out, marked = lists.fields_left_out(key), lists.fields_marked(key)
+        entities.add_hash(key, entity_fields(entity, left_out, marked))
     for key in batch.entity_deletes:
         entities.add("DEL", keys.entity(key))
+        _delete_side_lists(entities, keys, keys.entity(key))
 
     for relation in batch.relation_upserts:
         key = keys.relation(relation.pair)
-        relations.add_hash(key, relation_fields(relation, lists.fields_left_out(key)))
+        left_out, marked = lists.fields_left_out(key), lists.fields_marked(key)
+        relations.add_hash(key, relation_fields(relation, left_out, marked))
+    # A record's sorted sets change in its own phase, in its slot's call: its hash tag.
+    for side in lists.side_deletes:
+        (entities if side.startswith(keys.entity_side_lists) else relations).add("DEL", side)
+    for write in lists.side_writes:
+        phase = entities if write.key.startswith(keys.entity_side_lists) else relations
+        if write.whole:
+            phase.add("DEL", write.key)
+        phase.add_each("ZREM", write.key, write.removed)
+        phase.add_each("ZADD", write.key, _scored(write.added), 2)
     added_pairs = [relation.pair for relation in batch.relation_upserts]
     for adjacency, members in keys.adjacency_changes(added_pairs).items():
         relations.add_each("SADD", adjacency, members)
@@ -246,6 +262,12 @@ def pipeline(client: RedisCluster) -> Any:
     """A non-transactional cluster pipeline: commands grouped by node, one round trip each
     (redis-py's `ClusterPipeline` carries no type annotations)."""
     return client.pipeline(transaction=False)  # type: ignore[no-untyped-call]
+
+
+def _delete_side_lists(phase: SlotWrites, keys: KeyLayout, record: str) -> None:
+    """Delete the sorted sets a deleted record's lists may be in (written_lists.py)."""
+    for name in sorted(SIDE_FIELDS):
+        phase.add("DEL", keys.side_list(record, name))
 
 
 def _touched_documents(batch: GraphBatch) -> list[str]:

@@ -12,9 +12,9 @@ So a citation list (`SIDE_FIELDS`) of at least `SIDE` entries lives in a sorted 
 dataflow sorts them in), and the record's field holds `SIDE_MARKER` instead: writing the record
 again adds and removes only the entries that changed (`SideWrite`). A shorter list stays JSON
 in the hash, left out of the write when it did not change. The sorted set exists exactly while
-the field holds the marker: both change in the same MULTI/EXEC (connectors/redis/graph_store.py).
-A Redis Cluster writes by slot in phases (connectors/redis/slot_writes.py) and keeps every list
-in its hash (`WrittenLists(side_lists=False)`).
+the field holds the marker: both change in the same MULTI/EXEC on one server
+(connectors/redis/graph_store.py), and in the same script call of the record's hash slot on a
+Redis Cluster (connectors/redis/slot_writes.py), where the set shares the record's hash tag.
 
 What is remembered is what a write that succeeded sent, so a write that failed is retried
 whole. When the embedded redis-server is restarted (`Stores.revive`), `clear` forgets
@@ -87,12 +87,11 @@ class WrittenLists:
     """The long list fields of the records this process wrote last, by Redis key, and the
     sorted sets that hold the longest."""
 
-    def __init__(self, side_key: SideKey | None = None) -> None:
-        """`side_key`: where a record's long citation list goes; None keeps every list in its
-        record's hash (a Redis Cluster)."""
+    def __init__(self, side_key: SideKey) -> None:
+        """`side_key`: where a record's long citation list goes."""
         self._lists: dict[str, dict[str, tuple[str, ...]]] = {}
         self._side_key = side_key
-        self._sides: set[str] | None = None if side_key is not None else set()
+        self._sides: set[str] | None = None
 
     @property
     def knows_side_lists(self) -> bool:
@@ -117,9 +116,7 @@ class WrittenLists:
             last = plan.sent.get(redis_key) or self._lists.get(redis_key, {})
             same, marked = set(), set()
             for name, values in lists.items():
-                side = None
-                if self._side_key is not None and name in SIDE_FIELDS:
-                    side = self._side_key(redis_key, name)
+                side = self._side_key(redis_key, name) if name in SIDE_FIELDS else None
                 exists = side is not None and plan.sides.get(side, side in self._sides)
                 if side is not None and len(values) >= SIDE and _ordered_set(values):
                     before = last.get(name) if exists else None
@@ -164,14 +161,11 @@ class WrittenLists:
 
     def side_lists_of(self, redis_key: str) -> list[str]:
         """The sorted sets a record's lists may be in."""
-        if self._side_key is None:
-            return []
         return [self._side_key(redis_key, name) for name in sorted(SIDE_FIELDS)]
 
     def clear(self) -> None:
         self._lists.clear()
-        if self._side_key is not None:
-            self._sides = None
+        self._sides = None
 
 
 def _ordered_set(values: tuple[str, ...]) -> bool:

@@ -412,9 +412,9 @@ def hub(chunks: int, docs: int, key: str = "ada") -> EntityRecord:
 
 def tamper(store: GraphStore, record: str, field_name: str) -> None:
     """Add "tampered" to a stored list of the record at Redis key `record`, behind the
-    store's back (to its sorted set on one server, or make it the hash's whole list on a
-    cluster): a write that sends the list whole undoes it, one that leaves it out or sends
-    only its changes keeps it."""
+    store's back (to its sorted set, or make it the hash's whole list when it is short): a
+    write that sends the list whole undoes it, one that leaves it out or sends only its
+    changes keeps it."""
     side = store.keys.side_list(record, field_name)
     if store.client.exists(side):
         store.client.zadd(side, {"tampered": 0})
@@ -422,9 +422,9 @@ def tamper(store: GraphStore, record: str, field_name: str) -> None:
         store.client.hset(record, field_name, '["tampered"]')
 
 
-def tampered(store: GraphStore, values: tuple[str, ...]) -> tuple[str, ...]:
-    """A long list as `tamper` leaves it."""
-    return ("tampered",) if store.is_cluster else (*values, "tampered")
+def tampered(values: tuple[str, ...]) -> tuple[str, ...]:
+    """A list of a sorted set as `tamper` leaves it."""
+    return (*values, "tampered")
 
 
 def test_a_record_written_again_leaves_out_its_long_lists_that_did_not_change(store):
@@ -437,15 +437,13 @@ def test_a_record_written_again_leaves_out_its_long_lists_that_did_not_change(st
     stored = store.get_entities(["ada"])["ada"]
     assert stored.source_chunk_ids == edited.source_chunk_ids
     assert stored.file_paths == edited.file_paths
-    assert stored.doc_ids == tampered(store, edited.doc_ids)  # left out: the store had it
+    assert stored.doc_ids == tampered(edited.doc_ids)  # left out: the store had it
     assert stored.aliases == ()
 
     moved = hub(101, 81)
     store.apply(GraphBatch(entity_upserts=(moved,)))
-    if store.is_cluster:  # sent whole
-        assert store.get_entities(["ada"])["ada"] == moved
-    else:  # only what changed: the sorted set keeps what the write did not touch
-        assert store.get_entities(["ada"])["ada"].doc_ids == tampered(store, moved.doc_ids)
+    # Only what changed: the sorted set keeps what the write did not touch.
+    assert store.get_entities(["ada"])["ada"].doc_ids == tampered(moved.doc_ids)
 
 
 def test_a_relation_written_again_leaves_out_its_long_lists_that_did_not_change(store):
@@ -456,7 +454,7 @@ def test_a_relation_written_again_leaves_out_its_long_lists_that_did_not_change(
     again = replace(cited, source_chunk_ids=("chunk-1", "chunk-2"))
     store.apply(GraphBatch(relation_upserts=(again,)))
     stored = store.get_relations([cited.pair])[cited.pair]
-    assert stored.doc_ids == tampered(store, doc_ids)
+    assert stored.doc_ids == tampered(doc_ids)
     assert stored.source_chunk_ids == ("chunk-1", "chunk-2") and stored.file_paths == doc_ids
 
 
@@ -496,26 +494,22 @@ def side_list(store: GraphStore, key: str, field_name: str) -> list[str] | None:
 
 
 def test_a_long_citation_list_is_a_sorted_set_written_by_what_changed(store: GraphStore):
-    """On one server a list of at least SIDE entries moves to a sorted set and a write sends
-    only its changes; a cluster keeps every list in the hash. Every read gives the record
-    back as written."""
+    """A list of at least SIDE entries moves to a sorted set and a write sends only its
+    changes, on one server and on a cluster alike. Every read gives the record back as
+    written."""
     big = hub(SIDE + 40, SIDE + 10)
     store.apply(GraphBatch(entity_upserts=(big, entity("bob"))))
-    on_a_node = not store.is_cluster
     stored = store.client.hget(store.keys.entity("ada"), "source_chunk_ids")
-    assert (stored == SIDE_MARKER) is on_a_node
-    if on_a_node:
-        assert side_list(store, "ada", "source_chunk_ids") == list(big.source_chunk_ids)
-        # A member the next write does not send stays: it sends only what changed.
-        side = store.keys.side_list(store.keys.entity("ada"), "source_chunk_ids")
-        store.client.zadd(side, {"chunk-zz-untouched": 0})
+    assert stored == SIDE_MARKER
+    assert side_list(store, "ada", "source_chunk_ids") == list(big.source_chunk_ids)
+    # A member the next write does not send stays: it sends only what changed.
+    side = store.keys.side_list(store.keys.entity("ada"), "source_chunk_ids")
+    store.client.zadd(side, {"chunk-zz-untouched": 0})
 
     edited = replace(big, source_chunk_ids=(*big.source_chunk_ids[1:], "chunk-new"))
     store.apply(GraphBatch(entity_upserts=(edited,), relation_upserts=(relation("ada", "bob"),)))
-    expected = edited
-    if on_a_node:
-        untouched = (*edited.source_chunk_ids, "chunk-zz-untouched")
-        expected = replace(edited, source_chunk_ids=untouched)
+    untouched = (*edited.source_chunk_ids, "chunk-zz-untouched")
+    expected = replace(edited, source_chunk_ids=untouched)
     assert store.get_entities(["ada"])["ada"] == expected
     assert store.get_entities_and_degrees(["ada"])[0]["ada"] == expected
     assert store.get_relations_with_endpoints([("ada", "bob")])[1]["ada"] == expected
@@ -611,6 +605,8 @@ def test_a_relations_long_lists_are_sorted_sets_too(store: GraphStore):
     assert store.get_relations([cited.pair])[cited.pair] == fewer
     assert store.get_relations_and_end_degrees([cited.pair])[0][cited.pair] == fewer
     assert list(store.iter_relations()) == [fewer]
+    store.apply(GraphBatch(relation_deletes=(cited.pair,)))
+    assert not list(store.client.scan_iter(match=store.keys.pattern("list")))
 
 
 # -- the alias index ----------------------------------------------------------
