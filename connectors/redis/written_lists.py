@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import lt
 
 Lists = Mapping[str, tuple[str, ...]]
 """A record's list fields by field name."""
@@ -169,7 +170,7 @@ class WrittenLists:
 
 
 def _ordered_set(values: tuple[str, ...]) -> bool:
-    """Whether `values` are sorted and distinct, so that a sorted set gives them back as they
-    were (the dataflow's lists are; C loops: 0.1 ms for 5,000 chunk ids)."""
-    ordered = sorted(values)
-    return ordered == list(values) and len(set(ordered)) == len(ordered)
+    """Whether `values` are sorted and distinct (strictly increasing), so that a sorted set
+    gives them back as they were (the dataflow's lists are; a C loop: 0.1 ms for 5,000 chunk
+    ids, half of sorting them and counting the distinct ones)."""
+    return all(map(lt, values, values[1:]))

@@ -537,6 +537,10 @@ def test_an_unsorted_long_list_stays_in_the_hash(store: GraphStore):
     store.apply(GraphBatch(entity_upserts=(unsorted,)))
     assert side_list(store, "ada", "source_chunk_ids") is None
     assert store.get_entities(["ada"])["ada"] == unsorted
+    repeated = replace(unsorted, source_chunk_ids=tuple(f"c{n // 2:03}" for n in range(SIDE + 2)))
+    store.apply(GraphBatch(entity_upserts=(repeated,)))
+    assert side_list(store, "ada", "source_chunk_ids") is None
+    assert store.get_entities(["ada"])["ada"] == repeated
 
 
 @pytest.fixture
