@@ -52,7 +52,7 @@ from connectors.redis.records import (
     relation_fields,
     status_moves,
 )
-from connectors.redis.written_lists import SIDE_FIELDS, ListPlan
+from connectors.redis.written_lists import ListPlan, side_lists
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
 
@@ -266,8 +266,8 @@ def pipeline(client: RedisCluster) -> Any:
 
 def _delete_side_lists(phase: SlotWrites, keys: KeyLayout, record: str) -> None:
     """Delete the sorted sets a deleted record's lists may be in (written_lists.py)."""
-    for name in sorted(SIDE_FIELDS):
-        phase.add("DEL", keys.side_list(record, name))
+    for side in side_lists(keys.side_list, record):
+        phase.add("DEL", side)
 
 
 def _touched_documents(batch: GraphBatch) -> list[str]:

@@ -162,11 +162,16 @@ class WrittenLists:
 
     def side_lists_of(self, redis_key: str) -> list[str]:
         """The sorted sets a record's lists may be in."""
-        return [self._side_key(redis_key, name) for name in sorted(SIDE_FIELDS)]
+        return side_lists(self._side_key, redis_key)
 
     def clear(self) -> None:
         self._lists.clear()
         self._sides = None
+
+
+def side_lists(side_key: SideKey, redis_key: str) -> list[str]:
+    """The sorted sets the lists of the record at `redis_key` may be in."""
+    return [side_key(redis_key, name) for name in sorted(SIDE_FIELDS)]
 
 
 def _ordered_set(values: tuple[str, ...]) -> bool:
