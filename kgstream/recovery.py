@@ -66,8 +66,9 @@ class RecoveryPartitions:
         keep_dictionary: Callable[[bytes], bytes | None] | None = None,
     ) -> None:
         """Before Bytewax opens this process's partitions (at start) and after a run that
-        ended (Bytewax has closed them): drop the snapshots of the keys that are gone, when
-        this process holds the whole set (`drop_discarded`); with `keep_dictionary`, when
+        ended (Bytewax has closed them), when this process holds the whole set: drop the
+        snapshots of the epochs the resume runs again (`drop_unfinished_epochs`), then those
+        of the keys that are gone (`drop_discarded`); with `keep_dictionary`, when
         the index has no snapshot dictionary yet, train one and pack the small snapshots
         with it (`pack_with_a_dictionary`); then give the free pages back
         (`give_back_free_pages`), or with `rewrite` write each file again from its live rows
@@ -77,6 +78,7 @@ class RecoveryPartitions:
         pages (at 16,000 documents: 115.7 MB of pages for 106.4 MB rewritten)."""
         paths = self.paths()
         if paths and len(paths) == self.count:
+            drop_unfinished_epochs(paths)
             drop_discarded(paths)
         if paths and keep_dictionary is not None and current_dictionary() is None:
             pack_with_a_dictionary(paths, keep_dictionary)
@@ -160,6 +162,52 @@ def rewrite_partition(partition: Path) -> None:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         connection.close()
+
+
+def drop_unfinished_epochs(partitions: Sequence[Path]) -> None:
+    """Delete every snapshot of an epoch at or after the one a resume starts from.
+
+    A process killed while its workers close an epoch leaves that epoch's snapshots in the
+    partitions that got them before the kill, while the workers' frontiers (the `fronts`
+    rows) still name the epoch: the resume starts at it and loads only older snapshots, so
+    those rows are of a run that never happened. Bytewax 0.21 leaves them in place; the run
+    after the resume writes its own snapshots of that epoch over them only for the keys it
+    touches in it. Any other key's row stays, newer than its real state, and the next
+    resume loads it instead: a document's commit state replaced by a deletion left it
+    PROCESSING for good (found by the kill -9 test, one run in many; a 2-worker flow killed
+    at random left such rows after 6 of 12 kills). `partitions` must be the whole set: the
+    last execution's rows (`exs`, `fronts`) are in one partition of it."""
+    resume = resume_epoch(partitions)
+    if resume is None:
+        return
+    for path in partitions:
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            connection.execute("DELETE FROM snaps WHERE snap_epoch >= ?", (resume,))
+        finally:
+            connection.close()
+
+
+def resume_epoch(partitions: Sequence[Path]) -> int | None:
+    """The epoch Bytewax resumes the set `partitions` from (None before its first run): the
+    oldest frontier among the workers of the last execution, each at least the epoch that
+    execution resumed from (Bytewax 0.21's resume query, read from its library)."""
+    executions: list[tuple[int, int, int]] = []
+    frontiers: list[tuple[int, int, int]] = []
+    for path in partitions:
+        with closing(sqlite3.connect(path)) as connection:
+            executions += connection.execute("SELECT ex_num, worker_count, resume_epoch FROM exs")
+            frontiers += connection.execute(
+                "SELECT ex_num, worker_index, worker_frontier FROM fronts"
+            )
+    if not executions:
+        return None
+    last, workers, resumed_from = max(executions)
+    reached = dict.fromkeys(range(workers), resumed_from)
+    for execution, worker, frontier in frontiers:
+        if execution == last and worker in reached:
+            reached[worker] = max(reached[worker], frontier)
+    return min(reached.values())
 
 
 def drop_discarded(partitions: Sequence[Path]) -> None:

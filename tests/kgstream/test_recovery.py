@@ -3,7 +3,11 @@ and the cluster flags a user can get wrong. Bytewax's own behaviour with these l
 (kill, resume, rescale) is tested end to end in test_cluster_recovery.py."""
 
 import base64
+import random
 import sqlite3
+import subprocess
+import sys
+import time
 import zlib
 from contextlib import closing
 from pickle import dumps, loads
@@ -27,8 +31,11 @@ from kgstream.recovery import (
     pack_with_a_dictionary,
     prepare_recovery,
     read_partitions,
+    resume_epoch,
 )
 from tests.core.test_snapshots import pickled_as_a_restore_call
+from tests.kgstream import counting_flow
+from tests.kgstream.processes import ROOT, wait_until
 
 # The snapshot of the single "commit" step that versions before partitioned commits took
 # (pickled by that version's code): document a.md in flight, its chunk settled, unacknowledged.
@@ -256,6 +263,140 @@ def test_compaction_packs_an_older_rows_state_as_bytes_with_the_index_dictionary
         blob = loads(rows[state.file_path])
         assert isinstance(blob, bytes) and packed_with(blob) == kept
         assert DocumentState.unpacked(blob) == state
+
+
+def executions(path, *rows: tuple[int, int, int], fronts: tuple[tuple[int, int, int], ...] = ()):
+    """Write Bytewax's record of executions (ex_num, worker_count, resume_epoch) and of
+    their workers' frontiers (ex_num, worker_index, worker_frontier) into a partition."""
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.executemany(
+            "INSERT INTO exs (ex_num, worker_count, resume_epoch) VALUES (?,?,?)", rows
+        )
+        connection.executemany(
+            "INSERT INTO fronts (ex_num, worker_index, worker_frontier) VALUES (?,?,?)", fronts
+        )
+
+
+def test_the_resume_epoch_is_the_oldest_frontier_among_the_last_executions_workers(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 2, index_exists=False)
+    first, second = made.paths()
+    assert resume_epoch(made.paths()) is None  # never run
+    executions(first, (0, 2, 1), fronts=((0, 0, 9), (0, 1, 7)))
+    assert resume_epoch(made.paths()) == 7
+    # The next execution resumed at 7; worker 1 has written no frontier yet (it counts as 7).
+    executions(second, (1, 2, 7), fronts=((1, 0, 12),))
+    assert resume_epoch(made.paths()) == 7
+    executions(first, fronts=((1, 1, 10),))
+    assert resume_epoch(made.paths()) == 10
+
+
+def test_a_tidy_drops_every_snapshot_of_the_epochs_a_resume_runs_again(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 2, index_exists=False)
+    first, second = made.paths()
+    executions(first, (0, 2, 1), fronts=((0, 0, 6), (0, 1, 5)))  # resumes at 5
+    record(first, 4, ("kept", 4, b"k"), ("cut-short", 4, b"before"), ("cut-short", 5, None))
+    record(second, 4, ("also-cut-short", 3, b"before"), ("also-cut-short", 5, b"after"))
+
+    made.tidy()
+
+    assert snapshots(first) == [("cut-short", 4), ("kept", 4)]
+    assert snapshots(second) == [("also-cut-short", 3)]
+
+
+COUNT_STEP = "counting.count.stateful_flat_map.stateful.stateful_batch"
+
+
+def start_counting(directory, *args: str) -> subprocess.Popen[str]:
+    """tests/kgstream/counting_flow.py in its own process, its partitions prepared (and
+    tidied) first as `kgstream run` does."""
+    prepare_recovery(directory, 0, 1, counting_flow.WORKERS, index_exists=False)
+    command = [sys.executable, "-m", "tests.kgstream.counting_flow", str(directory), *args]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+
+def kill_after(running: subprocess.Popen[str], lines: int) -> None:
+    """Kill `running` with -9 once it has printed `lines` counts."""
+    assert running.stdout is not None
+    for _ in range(lines):
+        assert running.stdout.readline(), "the flow stopped before it was killed"
+    running.kill()
+    running.communicate(timeout=30)
+
+
+def all_snapshots(directory) -> list[tuple[str, str, int, bytes | None]]:
+    rows = []
+    for path in read_partitions(directory).paths():
+        with closing(sqlite3.connect(path)) as connection:
+            rows += connection.execute(
+                "SELECT step_id, state_key, snap_epoch, ser_change FROM snaps"
+            )
+    return sorted(rows)
+
+
+def test_a_kill_can_leave_snapshots_of_the_epoch_the_resume_runs_again_and_a_start_drops_them(
+    tmp_path,
+):
+    """Real Bytewax killed with -9 at random points until a kill leaves snapshots of an epoch
+    the workers' frontiers still name (one kill in four here, mostly an input partition's
+    offset): the next start deletes exactly those and leaves every older row as it was."""
+    directory, chance = tmp_path / "recovery", random.Random()
+    deadline = time.monotonic() + 120
+    while True:
+        kill_after(start_counting(directory, "b"), chance.randrange(20, 200))
+        resume = resume_epoch(read_partitions(directory).paths())
+        assert resume is not None
+        rows = all_snapshots(directory)
+        if any(epoch >= resume for _, _, epoch, _ in rows):
+            break
+        assert time.monotonic() < deadline, "no kill left a snapshot of an unfinished epoch"
+
+    prepare_recovery(directory, 0, 1, counting_flow.WORKERS, index_exists=True)
+
+    assert all_snapshots(directory) == [row for row in rows if row[2] < resume]
+
+
+def test_a_key_the_resumed_run_leaves_alone_keeps_its_state_not_the_killed_runs(tmp_path):
+    """Real Bytewax, killed with -9. A kill while the workers close an epoch can leave that
+    epoch's snapshot of a key in its partition while the frontiers still name the epoch (the
+    test above), so the resume starts at it and loads the key's older snapshot. If the
+    resumed run does not touch the key in that epoch, the killed run's row stays, newer than
+    the key's state, and the resume after the next kill loads it instead (Bytewax's own
+    clean-up then deletes the right one): a document's commit state replaced so was left
+    PROCESSING for good. Here "b" is counted, the run killed, and such a row of "b" written
+    as that kill can leave it; a run counting only "a" is killed once past that epoch; a last
+    run counts one more "b" and must count on from what the first resume held."""
+    directory, chance = tmp_path / "recovery", random.Random()
+    counting_b = start_counting(directory, "b")
+    paths = read_partitions(directory).paths()
+    wait_until(lambda: (resume_epoch(paths) or 0) > 2, 60, "the run counting b to snapshot")
+    kill_after(counting_b, chance.randrange(1, 100))
+    resume = resume_epoch(paths)
+    assert resume is not None
+    (held,) = [
+        loads(change)
+        for step, key, epoch, change in all_snapshots(directory)
+        if (step, key) == (COUNT_STEP, "b") and epoch < resume
+    ][-1:]
+    for path in paths:  # "b" is in one partition; the other never names it
+        with closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO snaps (step_id, state_key, snap_epoch, ser_change) "
+                "SELECT ?, 'b', ?, ? FROM snaps WHERE step_id = ? AND state_key = 'b' LIMIT 1",
+                (COUNT_STEP, resume, dumps(held + 1000), COUNT_STEP),
+            )
+
+    counting_a = start_counting(directory, "a")
+    wait_until(
+        lambda: (resume_epoch(paths) or 0) > resume + 2,
+        60,
+        "the run counting a to finish the epochs after the resume",
+    )
+    kill_after(counting_a, 1)
+    last = start_counting(directory, "b", "1")
+    out, _ = last.communicate(timeout=60)
+
+    assert last.returncode == 0
+    assert out.split() == ["b", str(held + 1)]
 
 
 @pytest.mark.parametrize(
