@@ -189,9 +189,10 @@ def drop_unfinished_epochs(partitions: Sequence[Path]) -> None:
 
 
 def resume_epoch(partitions: Sequence[Path]) -> int | None:
-    """The epoch Bytewax resumes the set `partitions` from (None before its first run): the
-    oldest frontier among the workers of the last execution, each at least the epoch that
-    execution resumed from (Bytewax 0.21's resume query, read from its library)."""
+    """The epoch Bytewax resumes the set `partitions` from: the oldest frontier among the
+    workers of the last execution, each at least the epoch that execution resumed from
+    (Bytewax 0.21's resume query, read from its library). None before the first run, or when
+    the last execution's own row is missing (the set is not whole: nothing can be said)."""
     executions: list[tuple[int, int, int]] = []
     frontiers: list[tuple[int, int, int]] = []
     for path in partitions:
@@ -203,6 +204,8 @@ def resume_epoch(partitions: Sequence[Path]) -> int | None:
     if not executions:
         return None
     last, workers, resumed_from = max(executions)
+    if any(execution > last for execution, _, _ in frontiers):
+        return None  # a later execution's own row is missing
     reached = dict.fromkeys(range(workers), resumed_from)
     for execution, worker, frontier in frontiers:
         if execution == last and worker in reached:

@@ -288,6 +288,8 @@ def test_the_resume_epoch_is_the_oldest_frontier_among_the_last_executions_worke
     assert resume_epoch(made.paths()) == 7
     executions(first, fronts=((1, 1, 10),))
     assert resume_epoch(made.paths()) == 10
+    executions(first, fronts=((2, 0, 14),))  # an execution whose own row is not here
+    assert resume_epoch(made.paths()) is None
 
 
 def test_a_tidy_drops_every_snapshot_of_the_epochs_a_resume_runs_again(tmp_path):
