@@ -1259,6 +1259,8 @@ def test_an_unreachable_cluster_is_an_outage_naming_its_nodes_never_its_password
 
 
 def test_embedded_store_keeps_everything_across_a_restart(tmp_path: Path) -> None:
+    """From its append-only file alone: the server saves no RDB snapshot, at a stop or ever
+    (its content would be a second copy of the index; connectors/redis/embedded.py)."""
     batch = replace(
         connected([("a{b}c", "日本語 キー")]),
         chunk_upserts=(Chunk("chunk-1", "d", 0, "text", 1, "d.md"),),
@@ -1267,6 +1269,8 @@ def test_embedded_store_keeps_everything_across_a_restart(tmp_path: Path) -> Non
     with EmbeddedRedis(tmp_path) as server, GraphStore.from_url(server.url, "ws") as store:
         version = store.apply(batch, now=5.0)
         before = snapshot(store)
+        assert store.client.config_get("save") == {"save": ""}
+    assert not (tmp_path / "dump.rdb").exists()
 
     with EmbeddedRedis(tmp_path) as server, GraphStore.from_url(server.url, "ws") as store:
         assert store.version() == version
