@@ -30,8 +30,8 @@ PADDING = 200
 
 
 class _Repeat(StatefulSourcePartition[str, int]):
-    def __init__(self, items: list[str], count: int | None, sent: int) -> None:
-        self.items, self.count, self.sent = items, count, sent
+    def __init__(self, items: list[str], count: int | None) -> None:
+        self.items, self.count, self.sent = items, count, 0
 
     def next_batch(self) -> list[str]:
         if self.count is not None and self.sent >= self.count:
@@ -58,7 +58,7 @@ class Repeat(FixedPartitionedSource[str, int]):
         n = int(for_part.removeprefix("repeat-"))
         padding = [f"{self.key}/{m}" for m in range(n, PADDING, WORKERS)]
         items = [self.key, *padding] if n == 0 else padding
-        return _Repeat(items, self.count, 0)  # each run sends its own items anew
+        return _Repeat(items, self.count)  # each run sends its own items anew: no resume
 
 
 class _Print(StatelessSinkPartition[tuple[str, int]]):  # (key, its count)
