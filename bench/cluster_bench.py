@@ -47,12 +47,12 @@ from bench.indexer_bench import (  # noqa: E402
     ServerProcess,
     clean_environment,
     code_version,
-    free_port,
     machine_facts,
     progress,
     stop_process,
     wait_processed,
 )
+from tests.support.ports import free_ports  # noqa: E402
 
 TOPIC = "kgstream.bench.cluster"
 LOAD_TIMEOUT_SECONDS = 3600.0
@@ -125,8 +125,9 @@ def run(args: argparse.Namespace, work: Path) -> None:
             "KGSTREAM_EMBEDDING_BASE_URL": embeddings.base_url,
             "KGSTREAM_EMBEDDING_MODEL": "test-embedding-model",
         }
-        addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(args.processes))
-        metrics = [f"127.0.0.1:{free_port()}" for _ in range(args.processes)]
+        ports = free_ports(2 * args.processes)
+        addresses = ";".join(f"127.0.0.1:{port}" for port in ports[: args.processes])
+        metrics = [f"127.0.0.1:{port}" for port in ports[args.processes :]]
         began = time.perf_counter()
         processes = []
         for index in range(args.processes):

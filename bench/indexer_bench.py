@@ -54,7 +54,6 @@ import random
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -77,6 +76,7 @@ from bench.corpus import (  # noqa: E402
     revise_document,
     write_corpus,
 )
+from tests.support.ports import free_port  # noqa: E402
 
 POLL_SECONDS = 0.002
 VISIBLE_TIMEOUT_SECONDS = 120.0
@@ -536,12 +536,6 @@ def kgstream_run(
             yield process
         finally:
             stop_process(process)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:

@@ -3,7 +3,6 @@ started again, the embedded one killed, qdrant-client against a closed port."""
 
 import os
 import signal
-import socket
 import threading
 
 import pytest
@@ -18,6 +17,7 @@ from connectors.stores import StoreLocations, open_stores
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from tests.connectors.redis.test_graph_store import entity
 from tests.kgstream.processes import wait_until
+from tests.support.ports import free_port
 from tests.support.redis import RedisTestCluster, RedisTestServer
 
 FAST = Backoff(0.01, 0.05)
@@ -71,9 +71,7 @@ def test_another_thread_s_call_getting_through_does_not_end_a_waiting_call_s_out
 
 
 def test_a_stop_ends_the_wait_with_the_reason():
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()  # a port nothing listens on
     graph = GraphStore.from_url(f"redis://127.0.0.1:{closed}/0", "outage")
     told: list[str] = []
     wait = OutageWait(FAST, when_stopped=told.append)
@@ -100,9 +98,7 @@ def test_errors_that_waiting_cannot_fix_pass_through_at_once(redis_server):
 
 @pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
 def test_qdrant_without_an_answer_or_with_5xx_is_an_outage_and_4xx_is_not():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()
     vectors = QdrantClientVectorStore.from_url(f"http://127.0.0.1:{closed}", "ws", timeout=2)
     try:
         with pytest.raises(StoreUnavailable, match="vector store"), store_outages():

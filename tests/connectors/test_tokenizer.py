@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import socket
 import subprocess
 import sys
 import textwrap
@@ -27,6 +26,7 @@ from connectors.tokenizer import (
     load_encoding,
 )
 from dataflow.core.chunking import Tokenizer
+from tests.support.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,19 +75,12 @@ def cl100k() -> tiktoken.Encoding:
     return load_encoding("cl100k_base")
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def test_encoding_loads_and_encodes_with_network_unreachable_and_empty_cache(
     tmp_path: Path,
 ) -> None:
     cache_dir = tmp_path / "tiktoken-cache"
     cache_dir.mkdir()
-    proxy = f"http://127.0.0.1:{_closed_port()}"
+    proxy = f"http://127.0.0.1:{free_port()}"
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),

@@ -5,7 +5,6 @@ point is in exactly one of them)."""
 
 import itertools
 import multiprocessing
-import socket
 
 from bytewax.testing import cluster_main
 
@@ -20,18 +19,9 @@ from dataflow.core.naming import relation_id
 from dataflow.flow import build_flow
 from tests.dataflow.harness import fresh_build, new_components
 from tests.dataflow.test_kafka_flow import SCENARIO, final_documents
+from tests.support.ports import free_ports
 
 _topics = itertools.count()
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def run_process(proc_id, addresses, bootstrap, topic, redis_url, embeddings_url, workdir, out):

@@ -4,7 +4,6 @@ Qdrant Edge, local MiniLM): modes, merging, budgets, references, filters, versio
 from __future__ import annotations
 
 import dataclasses
-import socket
 import threading
 import time
 
@@ -33,6 +32,7 @@ from gateway.types import (
 )
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import build_corpus
+from tests.support.ports import free_port
 
 LEADER = "Who leads the Atlas Project?"
 LEADER_CHUNK = "Carla Diaz leads the Atlas Project at Northwind Labs."
@@ -583,9 +583,7 @@ def test_every_retrieval_reports_the_version_it_read(engine, corpus):
 
 
 def test_unreachable_redis_is_reported_as_store_unavailable(corpus):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     graph = GraphStore.from_url(f"redis://127.0.0.1:{port}/0", "down")
     engine = QueryEngine(
         Stores(graph, corpus.stores.vectors), corpus.embedder, TOKENIZER, OfflineKeywordExtractor()

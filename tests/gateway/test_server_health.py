@@ -5,7 +5,6 @@ real qdrant-client against a closed port, the real gRPC wire)."""
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.gateway.corpus import Corpus, build_corpus
 from tests.gateway.test_server import QUESTION, new_engine, status_of
 from tests.gateway.test_server_safety import listed_services
 from tests.support.llm_server import OpenAICompatibleServer
+from tests.support.ports import free_port
 from tests.support.redis import RedisTestServer
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -85,9 +85,7 @@ def test_health_is_not_serving_while_redis_is_down_and_serving_once_it_is_back(
 def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
     engine: QueryEngine, corpus: Corpus
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()  # a port nothing listens on
     vectors = QdrantClientVectorStore.from_url(f"http://127.0.0.1:{closed}", "ws", timeout=2)
     running = gateway(engine, corpus, {"Redis": corpus.stores.graph.ping, "vectors": vectors.ping})
     try:

@@ -3,7 +3,6 @@ cancellation, message limits and a store that is down."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from typing import Any
@@ -32,6 +31,7 @@ from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of
 from tests.kgstream.processes import wait_until
 from tests.support.llm_server import OpenAICompatibleServer
+from tests.support.ports import free_port
 
 TOKEN = "s3cret-token"
 LONG_ANSWER = " ".join(f"word{i}" for i in range(300))
@@ -520,14 +520,8 @@ def test_requests_over_the_message_size_limit_are_rejected(
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-def _unused_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_graph_store_that_is_down_gives_unavailable(corpus: Corpus) -> None:
-    down = GraphStore.from_url(f"redis://127.0.0.1:{_unused_port()}/0", "down")
+    down = GraphStore.from_url(f"redis://127.0.0.1:{free_port()}/0", "down")
     stores = Stores(down, corpus.stores.vectors)
     engine = QueryEngine(stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
     with running_gateway(engine, down) as (_, channel):

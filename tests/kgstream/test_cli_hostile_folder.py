@@ -21,7 +21,8 @@ from dataflow.core.offline.extractor import extract_offline
 from kgstream.cli import main
 from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
 from tests.kgstream.test_cli_watch import TOKENIZER, fresh_build
-from tests.kgstream.test_store_outages import Run, free_port, metric, stored
+from tests.kgstream.test_store_outages import Run, metric, stored
+from tests.support.ports import free_port
 from tests.support.redis import RedisTestServer
 
 HOSTILE_NAMES = {

@@ -21,7 +21,6 @@ from connectors.vectors.base import VectorKind
 from connectors.vectors.edge import EdgeVectorStore
 from dataflow.core.documents import DocumentDelete
 from kgstream.recovery import read_partitions
-from tests.dataflow.test_cluster import free_ports
 from tests.kgstream.processes import (
     SNAPSHOT_EVERY_SECOND,
     Output,
@@ -33,6 +32,7 @@ from tests.kgstream.processes import (
 from tests.kgstream.test_cli_kafka import document, export
 from tests.kgstream.test_kafka_faults import stored_vectors
 from tests.support.llm_server import offline_extraction_reply
+from tests.support.ports import free_ports
 
 PROCESSES = 2
 RESUMES = re.compile(r"-(\d+) resumes at offset (\d+)")

@@ -4,7 +4,6 @@ for meanwhile is one line and exit 0."""
 
 import re
 import signal
-import socket
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -19,15 +18,10 @@ from tests.kgstream.processes import clean_environment, finish, kgstream, wait_u
 from tests.kgstream.test_cli_kafka import export
 from tests.kgstream.test_cli_watch import fresh_build
 from tests.support.llm_server import EMBEDDINGS
+from tests.support.ports import free_port
 from tests.support.redis import RedisTestServer
 
 WAITING = "the indexer waits for it"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def metric(port: int, name: str) -> float | None:

@@ -25,11 +25,12 @@ from types import TracebackType
 import pytest
 from kafka import KafkaAdminClient
 
+from tests.support.ports import LOOPBACK, free_ports
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LIB_DIR = REPO_ROOT / ".cache" / "kafka" / "lib"
 DEFAULT_INSTALL_SCRIPT = REPO_ROOT / "scripts" / "kafka" / "install"
 
-LOOPBACK = "127.0.0.1"
 POLL_INTERVAL_S = 0.1
 ATTEMPT_TIMEOUT_S = 10.0
 INSTALL_TIMEOUT_S = 600.0
@@ -95,14 +96,6 @@ def ensure_kafka_installed(options: KafkaBrokerOptions) -> Path:
             f"delete {options.lib_dir.parent} and run the script again."
         )
     return options.lib_dir
-
-
-def pick_free_port() -> int:
-    """Ask the kernel for a free loopback port (another process may take it: see retries)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def new_cluster_id() -> str:
@@ -297,7 +290,7 @@ class KafkaBroker:
         shutil.rmtree(self.data_dir, ignore_errors=True)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.unlink(missing_ok=True)
-        broker_port, controller_port = pick_free_port(), pick_free_port()
+        broker_port, controller_port = free_ports(2)
         config_path = self.work_dir / "server.properties"
         config_path.write_text(
             render_server_properties(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -31,12 +30,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from connectors.redis.embedded import EmbeddedRedis, find_redis_server
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.ports import free_port, free_ports
 
 
 class RedisTestServer:
@@ -76,7 +70,7 @@ class RedisTestServer:
         """Start on `port` (a free one by default; pass the old one to restart in place)."""
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="kgstream-redis-"))
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self._process = subprocess.Popen(
             [
                 self.executable,
@@ -214,6 +208,7 @@ class RedisTestCluster:
             )
         try:
             for _ in range(self.size):
+                port, bus_port = free_ports(2)
                 node = RedisTestServer(
                     persistent=self.persistent,
                     password=self.password,
@@ -221,12 +216,12 @@ class RedisTestCluster:
                         "--cluster-enabled",
                         "yes",
                         "--cluster-port",
-                        str(_free_port()),
+                        str(bus_port),
                         "--cluster-node-timeout",
                         str(self.node_timeout_ms),
                     ),
                 )
-                self.nodes.append(node.start())
+                self.nodes.append(node.start(port))
             created = subprocess.run(
                 [
                     cli,

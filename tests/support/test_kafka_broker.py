@@ -13,13 +13,12 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
 from tests.support.kafka import (
-    LOOPBACK,
     KafkaBroker,
     KafkaBrokerError,
     KafkaBrokerOptions,
     new_cluster_id,
-    pick_free_port,
 )
+from tests.support.ports import LOOPBACK, free_port
 
 TOPIC = "smoke-keyed"
 PARTITIONS = 3
@@ -169,7 +168,7 @@ def test_start_failure_raises_with_the_kafka_log_tail(
     with socket.socket() as busy:
         busy.bind((LOOPBACK, 0))
         busy.listen()
-        busy_port, controller_port = busy.getsockname()[1], pick_free_port()
+        busy_port, controller_port = busy.getsockname()[1], free_port()
         options = KafkaBrokerOptions(
             bind_attempts=1,
             server_overrides={

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import sqlite3
 import threading
 import time
@@ -27,6 +26,7 @@ from connectors.llm.client import (
 from connectors.retry import Backoff
 from dataflow.core.prompts import ChatMessage
 from tests.support.llm_server import OpenAICompatibleServer, embed_text
+from tests.support.ports import free_port
 
 TINY_BACKOFF = Backoff(base=0.01, cap=0.05)
 MODEL = "test-chat-model"
@@ -195,9 +195,7 @@ def test_timeout_raises_llm_error_naming_the_timeout_without_waiting_for_the_ser
 def test_unreachable_endpoint_is_retried_then_reported_as_connection_error(
     make_client: Any,
 ) -> None:
-    with socket.socket() as probe:  # a port nobody listens on once the probe closes
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a port nobody listens on once the probe closes
     client = make_client(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
 
     with pytest.raises(LLMError, match="after 2 attempt\\(s\\); last error: connection error"):

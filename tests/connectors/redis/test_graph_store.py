@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -48,6 +47,7 @@ from dataflow.core.index import ReferenceIndex
 from dataflow.core.naming import relation_pair
 from dataflow.core.offline.extractor import extract_offline
 from tests.kgstream.processes import wait_until
+from tests.support.ports import free_port, free_ports
 from tests.support.redis import RedisTestCluster
 
 ODD_KEYS = (
@@ -1225,16 +1225,10 @@ def test_workspaces_are_isolated_and_clear_drops_only_its_own(redis_url: str) ->
 # -- the cluster only ----------------------------------------------------------
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_cluster_url_may_list_several_nodes_and_any_that_answers_will_do(
     redis_cluster: RedisTestCluster,
 ) -> None:
-    dead = f"127.0.0.1:{_closed_port()}"
+    dead = f"127.0.0.1:{free_port()}"
     url = redis_cluster.url.replace("@", f"@{dead},", 1) + "/"
     with GraphStore.from_url(url, workspace=f"test{next(_workspaces)}") as store:
         try:
@@ -1246,7 +1240,7 @@ def test_a_cluster_url_may_list_several_nodes_and_any_that_answers_will_do(
 
 
 def test_an_unreachable_cluster_is_an_outage_naming_its_nodes_never_its_password() -> None:
-    ports = [_closed_port(), _closed_port()]
+    ports = free_ports(2)
     url = f"redis+cluster://kg:s3cret@127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
     with pytest.raises(StoreUnavailable) as raised, store_outages():
         GraphStore.from_url(url)

@@ -1,12 +1,11 @@
 """The retry-request input against a real redis-server: what it reads, where it ends, and
 that an unreachable Redis makes it wait instead of ending the dataflow."""
 
-import socket
-
 import pytest
 
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.retry_requests import RetryRequestSource
+from tests.support.ports import free_port
 
 
 @pytest.fixture
@@ -32,9 +31,7 @@ def test_a_one_shot_partition_reads_the_requests_there_at_its_first_read_then_en
 
 
 def test_an_unreachable_redis_makes_the_partition_wait_not_fail():
-    with socket.socket() as probe:  # a port nobody listens on once the probe closes
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a port nobody listens on once the probe closes
     graph = GraphStore.from_url(f"redis://127.0.0.1:{port}/0", "retry-requests-test")
     for follow in (True, False):
         part = RetryRequestSource(graph, follow=follow).build_part("retries", "retry-requests", "0")
