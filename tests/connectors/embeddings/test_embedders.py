@@ -707,15 +707,52 @@ def test_openai_gives_up_after_max_retries_naming_the_limit(
 
 
 def test_openai_does_not_retry_a_bad_request(server: OpenAICompatibleServer) -> None:
-    server.fail_next(400)
     sleeps = _RecordedSleeps()
-    with (
-        OpenAIEmbedder(_options(server), sleep=sleeps) as embedder,
-        pytest.raises(EmbeddingRequestError, match="not retryable"),
-    ):
-        embedder.embed(["x"])
-    assert server.embedding_calls == 1
+    with OpenAIEmbedder(_options(server), sleep=sleeps) as embedder:
+        embedder.embed(["the endpoint answers base64"])
+        server.fail_next(400)
+        with pytest.raises(EmbeddingRequestError, match="not retryable"):
+            embedder.embed(["x"])
+    assert server.embedding_calls == 2
     assert sleeps == []
+
+
+def test_openai_asks_for_base64_float32_and_decodes_it(server: OpenAICompatibleServer) -> None:
+    texts = ["alpha", "beta"]
+    with OpenAIEmbedder(_options(server)) as embedder:
+        vectors = embedder.embed(texts)
+    assert [body["encoding_format"] for body in server.bodies(EMBEDDINGS)] == ["base64"]
+    expected = [_unit(embed_text(t, 16)) for t in texts]
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0], abs=1e-12)
+
+
+@pytest.mark.parametrize("first_error", [400, 422])
+def test_openai_asks_for_numbers_from_an_endpoint_that_refuses_base64(
+    server: OpenAICompatibleServer, first_error: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.embedding_encodings = ("float",)
+    if first_error == 400:  # a server that says so with a plain 400 rather than a 422
+        server.fail_next(400)
+    texts = ["alpha", "beta"]
+    with OpenAIEmbedder(_options(server)) as embedder:
+        first = embedder.embed(texts)
+        second = embedder.embed(["gamma"])
+    encodings = [body.get("encoding_format") for body in server.bodies(EMBEDDINGS)]
+    assert encodings == ["base64", "float", "float"]  # refused once, then numbers only
+    np.testing.assert_allclose(first, [_unit(embed_text(t, 16)) for t in texts], atol=1e-12)
+    np.testing.assert_allclose(second, [_unit(embed_text("gamma", 16))], atol=1e-12)
+    assert "refused encoding_format=base64" in caplog.text
+
+
+def test_openai_takes_numbers_from_an_endpoint_that_ignores_the_encoding(
+    server: OpenAICompatibleServer,
+) -> None:
+    server.ignore_encoding_format = True
+    with OpenAIEmbedder(_options(server)) as embedder:
+        vectors = embedder.embed(["alpha"])
+    assert server.bodies(EMBEDDINGS)[0]["encoding_format"] == "base64"
+    np.testing.assert_allclose(vectors, [_unit(embed_text("alpha", 16))], atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -724,8 +761,18 @@ def test_openai_does_not_retry_a_bad_request(server: OpenAICompatibleServer) -> 
         (b"<html>gateway timeout</html>", "not JSON"),
         (b'{"object": "list"}', "without a 'data' list"),
         (b'{"data": [{"embedding": [1.0, 0.0]}]}', "without a 'data' list"),
-        (
+        (  # base64 of three bytes: not whole float32s
             b'{"data": [{"index": 0, "embedding": "AAAA"}, {"index": 1, "embedding": "AAAA"}]}',
+            "not lists of numbers",
+        ),
+        (  # base64 of one float32 and of two: not of one length
+            b'{"data": [{"index": 0, "embedding": "AACAPw=="}, '
+            b'{"index": 1, "embedding": "AACAPwAAgD8="}]}',
+            "not lists of numbers",
+        ),
+        (
+            b'{"data": [{"index": 0, "embedding": "not base64!"}, '
+            b'{"index": 1, "embedding": "AAAA"}]}',
             "not lists of numbers",
         ),
         (
