@@ -40,6 +40,7 @@ from connectors.vectors.base import (
     INDEXED_FIELDS,
     KEY_FIELD,
     LEXICAL_VECTOR,
+    TERMS_FIELD,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -52,8 +53,10 @@ from connectors.vectors.base import (
 from dataflow.core.lexical import SparseVector
 
 _RECORD_FILE = "kgstream.json"
+_TERMS_INDEX = edge.TextIndexParams(tokenizer=edge.TokenizerType.Whitespace, lowercase=False)
 _SEARCH_PAYLOAD = edge.PayloadSelector.Exclude(list(INDEXED_FIELDS))
 _KEY_ONLY = edge.PayloadSelector.Include([KEY_FIELD])
+_TERMS_ONLY = edge.PayloadSelector.Include([TERMS_FIELD])
 _SHARD_DIR = "shard"
 _COMPACTING_DIR = "shard.compacting"  # `compact` writes the new shard here
 _RETIRED_DIR = "shard.retired"  # then moves the old one here, the new one in, and deletes it
@@ -113,6 +116,20 @@ class EdgeVectorStore(BaseVectorStore):
             _write_atomically(record_file, json.dumps(record.to_metadata(), sort_keys=True))
         _index_fields(shard, index_fields)
         self._shards[record.name] = shard
+
+    def _upgrade_terms(self, record: CollectionRecord) -> None:
+        shard = self._shards[record.name]
+        for records in self._pages(record.name, 256, _TERMS_ONLY, with_vector=False):
+            for r in records:
+                terms = (r.payload or {}).get(TERMS_FIELD)
+                if isinstance(terms, list):
+                    text = " ".join(str(term) for term in terms)
+                    shard.update(edge.UpdateOperation.set_payload([r.id], {TERMS_FIELD: text}))
+        if TERMS_FIELD in shard.info().payload_schema:
+            shard.update(edge.UpdateOperation.delete_field_index(TERMS_FIELD))
+        shard.update(edge.UpdateOperation.create_field_index(TERMS_FIELD, _TERMS_INDEX))
+        record_file = self.path / record.name / _RECORD_FILE
+        _write_atomically(record_file, json.dumps(record.to_metadata(), sort_keys=True))
 
     def compact(self) -> None:
         """Rewrite every collection of the workspace into a new shard of its live points.
@@ -221,10 +238,10 @@ class EdgeVectorStore(BaseVectorStore):
         records = self._shards[name].retrieve(list(ids), with_payload=True, with_vector=True)
         return [RawRecord(dense_vector(r.vector, "Qdrant Edge"), r.payload or {}) for r in records]
 
-    def _count(self, name: str, field: str | None = None, value: str = "") -> int:
+    def _count(self, name: str, term: str | None = None) -> int:
         count_filter = (
-            edge.Filter(must=[edge.FieldCondition(key=field, match=edge.MatchValue(value))])
-            if field is not None
+            edge.Filter(must=[edge.FieldCondition(key=TERMS_FIELD, match=edge.MatchText(term))])
+            if term is not None
             else None
         )
         return self._shards[name].count(edge.CountRequest(exact=True, filter=count_filter))
@@ -319,9 +336,8 @@ def _index_fields(shard: edge.EdgeShard, fields: Sequence[str]) -> None:
     indexed = shard.info().payload_schema
     for field in fields:
         if field not in indexed:
-            shard.update(
-                edge.UpdateOperation.create_field_index(field, edge.PayloadSchemaType.Keyword)
-            )
+            schema = _TERMS_INDEX if field == TERMS_FIELD else edge.PayloadSchemaType.Keyword
+            shard.update(edge.UpdateOperation.create_field_index(field, schema))
 
 
 def _finish_compaction(directory: Path) -> None:

@@ -12,6 +12,7 @@ from connectors.vectors.base import (
     INDEXED_FIELDS,
     KEY_FIELD,
     LEXICAL_VECTOR,
+    TERMS_FIELD,
     BaseVectorStore,
     CollectionRecord,
     RawHit,
@@ -22,6 +23,11 @@ from connectors.vectors.base import (
 )
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.lexical import SparseVector
+
+_TERMS_INDEX = models.TextIndexParams(
+    type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WHITESPACE, lowercase=False
+)
+"""`TERMS_FIELD`'s full-text index: each space-separated term one token, as written."""
 
 
 class QdrantClientVectorStore(BaseVectorStore):
@@ -103,9 +109,39 @@ class QdrantClientVectorStore(BaseVectorStore):
         )
         if self._create_payload_indexes:
             for field in index_fields:
-                self.client.create_payload_index(
-                    record.name, field, field_schema=models.PayloadSchemaType.KEYWORD, wait=True
+                schema = _TERMS_INDEX if field == TERMS_FIELD else models.PayloadSchemaType.KEYWORD
+                self.client.create_payload_index(record.name, field, field_schema=schema, wait=True)
+
+    def _upgrade_terms(self, record: CollectionRecord) -> None:
+        offset: Any = None
+        while True:
+            records, offset = self.client.scroll(
+                record.name, limit=256, offset=offset, with_payload=[TERMS_FIELD]
+            )
+            texts = {
+                r.id: " ".join(str(term) for term in terms)
+                for r in records
+                if isinstance(terms := (r.payload or {}).get(TERMS_FIELD), list)
+            }
+            if texts:
+                self.client.batch_update_points(
+                    record.name,
+                    [
+                        models.SetPayloadOperation(
+                            set_payload=models.SetPayload(payload={TERMS_FIELD: text}, points=[i])
+                        )
+                        for i, text in texts.items()
+                    ],
+                    wait=True,
                 )
+            if offset is None:
+                break
+        if self._create_payload_indexes:
+            self.client.delete_payload_index(record.name, TERMS_FIELD, wait=True)
+            self.client.create_payload_index(
+                record.name, TERMS_FIELD, field_schema=_TERMS_INDEX, wait=True
+            )
+        self.client.update_collection(record.name, metadata=record.to_metadata())
 
     def _drop(self, name: str) -> None:
         self.client.delete_collection(name)
@@ -178,12 +214,12 @@ class QdrantClientVectorStore(BaseVectorStore):
         records = self.client.retrieve(name, ids, with_payload=True, with_vectors=True)
         return [RawRecord(dense_vector(r.vector, "Qdrant"), r.payload or {}) for r in records]
 
-    def _count(self, name: str, field: str | None = None, value: str = "") -> int:
+    def _count(self, name: str, term: str | None = None) -> int:
         count_filter = (
             models.Filter(
-                must=[models.FieldCondition(key=field, match=models.MatchValue(value=value))]
+                must=[models.FieldCondition(key=TERMS_FIELD, match=models.MatchText(text=term))]
             )
-            if field is not None
+            if term is not None
             else None
         )
         return self.client.count(name, count_filter=count_filter, exact=True).count

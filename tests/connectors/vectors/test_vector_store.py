@@ -6,19 +6,23 @@ Qdrant Edge on disk. (No Qdrant server runs here; local mode shares the server's
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import qdrant_edge as edge
 
 from connectors.vectors.base import (
     DOC_IDS_FIELD,
     PAYLOAD_FIELD,
+    TERMS_FIELD,
     BaseVectorStore,
     VectorFilter,
     VectorHit,
@@ -35,6 +39,7 @@ from connectors.vectors.base import (
 )
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from dataflow.core.lexical import inverse_document_frequency, term_dimension
 from dataflow.core.naming import relation_id, relation_pair
 
 SPACE = "test-model-8"
@@ -485,6 +490,103 @@ def test_lexical_counts_are_reused_within_one_as_of_and_counted_again_for_the_ne
     live = store.lexical_query(VectorKind.CHUNK, "lab gearbox")
     assert live != before
     assert store.lexical_query(VectorKind.CHUNK, "lab gearbox", as_of=2) == live
+
+
+def _query_weights(store: BaseVectorStore, text: str) -> dict[int, float]:
+    query = store.lexical_query(VectorKind.CHUNK, text)
+    return dict(zip(query.indices, query.values, strict=True))
+
+
+def test_a_terms_document_frequency_counts_whole_terms_only(store: BaseVectorStore) -> None:
+    """The terms are one text with a full-text index: a term is counted where it is a whole
+    token, never inside a longer one."""
+    store.upsert(
+        [
+            lexical_chunk("c-art", "the art of war"),
+            lexical_chunk("c-party", "a party of artists"),
+            lexical_chunk("c-kyoto-weather", "京都の天気"),
+            lexical_chunk("c-kyoto", "京都 weather"),
+        ]
+    )
+    weights = _query_weights(store, "art party 京都 labs")
+    assert weights == {
+        term_dimension("art"): pytest.approx(inverse_document_frequency(4, 1)),
+        term_dimension("party"): pytest.approx(inverse_document_frequency(4, 1)),
+        term_dimension("京都"): pytest.approx(inverse_document_frequency(4, 2)),  # both bigrams
+    }
+
+
+def test_edge_counts_a_term_with_an_apostrophe_as_one_token(tmp_path: Path) -> None:
+    # qdrant-client's local mode (tests only) splits "o'neil" into two words when it
+    # counts; Qdrant's whitespace tokenizer keeps it whole.
+    store = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
+    store.ensure_collections(SPACE, DIM)
+    store.upsert([lexical_chunk("c-1", "O'Neil spoke"), lexical_chunk("c-2", "o neil spoke")])
+    weights = _query_weights(store, "o'neil")
+    assert weights == {term_dimension("o'neil"): pytest.approx(inverse_document_frequency(2, 1))}
+    store.close()
+
+
+def _as_before_terms_were_text(store: BaseVectorStore) -> None:
+    """Leave `store`'s collections as the kgstream before vector format 5 wrote them: each
+    point's terms a keyword list, indexed as keywords, the metadata saying format 4."""
+    for record in store._list_records():
+        name = record.name
+        older = {**record.to_metadata(), "format": "kgstream-vectors/4"}
+        lists = {
+            i: {TERMS_FIELD: payload[TERMS_FIELD].split()}
+            for i, payload in _raw_payloads(store, name).items()
+        }
+        if isinstance(store, EdgeVectorStore):
+            shard = store._shards[name]
+            for i, payload in lists.items():
+                shard.update(edge.UpdateOperation.set_payload([i], payload))
+            shard.update(edge.UpdateOperation.delete_field_index(TERMS_FIELD))
+            keyword = edge.PayloadSchemaType.Keyword
+            shard.update(edge.UpdateOperation.create_field_index(TERMS_FIELD, keyword))
+            (store.path / name / "kgstream.json").write_text(json.dumps(older))
+        else:
+            assert isinstance(store, QdrantClientVectorStore)
+            for i, payload in lists.items():
+                store.client.set_payload(name, payload, points=[i], wait=True)
+            store.client.update_collection(name, metadata=older)
+
+
+def _raw_payloads(store: BaseVectorStore, name: str) -> dict[str, dict[str, Any]]:
+    """Every point's stored payload, index fields included, by point id."""
+    if isinstance(store, EdgeVectorStore):
+        pages = store._pages(name, 100, True, with_vector=False)
+        return {str(r.id): dict(r.payload) for page in pages for r in page}
+    assert isinstance(store, QdrantClientVectorStore)
+    records, _ = store.client.scroll(name, limit=1000, with_payload=True)
+    return {str(r.id): dict(r.payload or {}) for r in records}
+
+
+def test_a_collection_whose_terms_are_keywords_is_rewritten_when_opened(backend: Backend) -> None:
+    texts = {"c-art": "the art of war", "c-party": "a party of artists", "c-lab": "art lab"}
+    first = backend.open()
+    first.ensure_collections(SPACE, DIM)
+    first.upsert([lexical_chunk(key, text) for key, text in texts.items()])
+    expected = _query_weights(first, "art party lab")
+    _as_before_terms_were_text(first)
+    assert {r.keyword_terms for r in first._list_records()} == {True}
+    if backend.persistent:
+        first.close()
+
+    again = backend.open()
+    again.ensure_collections(SPACE, DIM)
+
+    assert {(r.current_format, r.keyword_terms) for r in again._list_records()} == {(True, False)}
+    name = collection_name(WORKSPACE, VectorKind.CHUNK, SPACE)
+    stored = sorted(payload[TERMS_FIELD] for payload in _raw_payloads(again, name).values())
+    assert stored == ["art lab", "art war", "artists party"]
+    assert _query_weights(again, "art party lab") == expected
+    assert expected[term_dimension("art")] == pytest.approx(inverse_document_frequency(3, 2))
+    again.upsert([lexical_chunk("c-art-2", "art")])  # and it goes on as a current one
+    assert _query_weights(again, "art")[term_dimension("art")] == pytest.approx(
+        inverse_document_frequency(4, 3)
+    )
+    again.close()
 
 
 def test_lexical_search_respects_filters_and_key_restrictions(store: BaseVectorStore) -> None:
