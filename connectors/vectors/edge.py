@@ -48,6 +48,7 @@ from connectors.vectors.base import (
     VectorStoreNotOpenError,
     VectorStoreOptions,
     dense_vector,
+    terms_text,
     workspace_collection_prefix,
 )
 from dataflow.core.lexical import SparseVector
@@ -123,7 +124,7 @@ class EdgeVectorStore(BaseVectorStore):
             for r in records:
                 terms = (r.payload or {}).get(TERMS_FIELD)
                 if isinstance(terms, list):
-                    text = " ".join(str(term) for term in terms)
+                    text = terms_text(map(str, terms))
                     shard.update(edge.UpdateOperation.set_payload([r.id], {TERMS_FIELD: text}))
         if TERMS_FIELD in shard.info().payload_schema:
             shard.update(edge.UpdateOperation.delete_field_index(TERMS_FIELD))

@@ -19,6 +19,7 @@ from connectors.vectors.base import (
     RawRecord,
     VectorStoreOptions,
     dense_vector,
+    terms_text,
     workspace_collection_prefix,
 )
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
@@ -119,7 +120,7 @@ class QdrantClientVectorStore(BaseVectorStore):
                 record.name, limit=256, offset=offset, with_payload=[TERMS_FIELD]
             )
             texts = {
-                r.id: " ".join(str(term) for term in terms)
+                r.id: terms_text(map(str, terms))
                 for r in records
                 if isinstance(terms := (r.payload or {}).get(TERMS_FIELD), list)
             }
