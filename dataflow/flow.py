@@ -34,7 +34,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeGuard, TypeVar, cast
 
@@ -654,7 +654,10 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
         key = self.state.key
         if key is None:
             raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
-        emitted = self.emit(key, self._draft(), release_acks(self.state.acks))
+        draft, tally = self._draft(), self.state.tally
+        if draft is not None and tally is not None:  # a hub's: what its lists changed
+            draft = replace(draft, list_changes=tally.list_changes())
+        emitted = self.emit(key, draft, release_acks(self.state.acks))
         self.state.acks, self.state.due = Counter(), None
         if self.delay:  # read only to hold a render (on_batch); no clock on the hot path
             self.state.released = datetime.now(UTC)

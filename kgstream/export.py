@@ -43,6 +43,7 @@ def export_data(graph: GraphStore, with_times: bool = False) -> dict[str, Any]:
 
 def _plain(record: Any) -> dict[str, Any]:
     data = dataclasses.asdict(record)
+    data.pop("list_changes", None)  # how a hub's record was drafted, not part of it
     for name, value in data.items():
         if isinstance(value, tuple):
             data[name] = list(value)

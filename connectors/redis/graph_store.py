@@ -267,8 +267,14 @@ class GraphStore:
             self._written.know_side_lists(self._client.scan_iter(match=keys.pattern("list")))
         return self._written.plan(
             chain(
-                ((keys.entity(e.key), entity_lists(e)) for e in batch.entity_upserts),
-                ((keys.relation(r.pair), relation_lists(r)) for r in batch.relation_upserts),
+                (
+                    (keys.entity(e.key), entity_lists(e), e.list_changes)
+                    for e in batch.entity_upserts
+                ),
+                (
+                    (keys.relation(r.pair), relation_lists(r), r.list_changes)
+                    for r in batch.relation_upserts
+                ),
             )
         )
 

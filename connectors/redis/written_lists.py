@@ -16,6 +16,13 @@ the field holds the marker: both change in the same MULTI/EXEC on one server
 (connectors/redis/graph_store.py), and in the same script call of the record's hash slot on a
 Redis Cluster (connectors/redis/slot_writes.py), where the set shares the record's hash tag.
 
+A hub's record is drafted from running totals (dataflow/core/tally.py) that know what changed
+in its lists, and its draft says so (`ListChanges`: the values that came in or went since the
+key's draft stamped `since`). When that draft is the one this process wrote last, the write is
+those changes and nothing is compared: comparing thousands of entries was a tenth of the
+worker's time in hub edits at 16,000 documents (docs/design.md, "A hub's list changes from its
+totals"). Otherwise the lists are compared with the ones written last, as for any record.
+
 What is remembered is what a write that succeeded sent, so a write that failed is retried
 whole. When the embedded redis-server is restarted (`Stores.revive`), `clear` forgets
 everything, the sorted sets that exist are read again (`know_side_lists`), and every record's
@@ -28,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import lt
+
+from dataflow.core.contributions import ListChanges
 
 Lists = Mapping[str, tuple[str, ...]]
 """A record's list fields by field name."""
@@ -76,6 +85,7 @@ class ListPlan:
     side_deletes: list[str] = field(default_factory=list)
     sent: dict[str, Lists] = field(default_factory=dict)
     sides: dict[str, bool] = field(default_factory=dict)  # sorted set -> exists after the batch
+    stamps: dict[str, int | None] = field(default_factory=dict)  # the drafts' (`ListChanges`)
 
     def fields_left_out(self, redis_key: str) -> frozenset[str]:
         return self.leave_out.get(redis_key, frozenset())
@@ -91,6 +101,7 @@ class WrittenLists:
     def __init__(self, side_key: SideKey) -> None:
         """`side_key`: where a record's long citation list goes."""
         self._lists: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._stamps: dict[str, int] = {}  # the stamp of the draft last written (`ListChanges`)
         self._side_key = side_key
         self._sides: set[str] | None = None
 
@@ -106,19 +117,35 @@ class WrittenLists:
         if self._sides is None:
             self._sides = found
 
-    def plan(self, records: Iterable[tuple[str, Lists]]) -> ListPlan:
-        """How to write each of `records` ((Redis key, its lists), in write order): the lists
-        it leaves out (equal to the lists last written, or planned earlier in the same batch),
-        those in sorted sets, and what changes in those."""
+    def plan(self, records: Iterable[tuple[str, Lists, ListChanges | None]]) -> ListPlan:
+        """How to write each of `records` ((Redis key, its lists, their changes), in write
+        order): the lists it leaves out (equal to the lists last written, or planned earlier in
+        the same batch), those in sorted sets, and what changes in those: a hub's changes as its
+        draft says (`ListChanges`) when they follow the draft written last, else found by
+        comparing the lists."""
         if self._sides is None:
             raise RuntimeError("the sorted sets of long lists are not known yet")
         plan = ListPlan()
-        for redis_key, lists in records:
+        for redis_key, lists, changes in records:
             last = plan.sent.get(redis_key) or self._lists.get(redis_key, {})
+            stamp = (
+                plan.stamps[redis_key] if redis_key in plan.stamps else self._stamps.get(redis_key)
+            )
+            # the changes since the draft this process wrote last: nothing else to compare
+            follows = changes is not None and changes.since is not None and changes.since == stamp
             same, marked = set(), set()
             for name, values in lists.items():
                 side = self._side_key(redis_key, name) if name in SIDE_FIELDS else None
                 exists = side is not None and plan.sides.get(side, side in self._sides)
+                if follows and exists and len(values) >= SIDE and side and changes:
+                    changed = changes.changed.get(name, {})
+                    removed = tuple(value for value, present in changed.items() if not present)
+                    added = tuple(value for value, present in changed.items() if present)
+                    if removed or added:
+                        plan.side_writes.append(SideWrite(side, False, removed, added))
+                    same.add(name)
+                    plan.sides[side] = True
+                    continue
                 if side is not None and len(values) >= SIDE and _ordered_set(values):
                     before = last.get(name) if exists else None
                     if before is None:  # whole: the set emptied first, the field marked
@@ -142,6 +169,7 @@ class WrittenLists:
             if marked:
                 plan.marked[redis_key] = frozenset(marked)
             plan.sent[redis_key] = lists
+            plan.stamps[redis_key] = changes.stamp if changes is not None else None
         return plan
 
     def written(self, plan: ListPlan, deleted: Iterable[str]) -> None:
@@ -153,11 +181,17 @@ class WrittenLists:
                 self._lists[redis_key] = long
             else:
                 self._lists.pop(redis_key, None)
+        for redis_key, stamp in plan.stamps.items():
+            if stamp is None:
+                self._stamps.pop(redis_key, None)
+            else:
+                self._stamps[redis_key] = stamp
         sides = self._sides if self._sides is not None else set()
         for side, exists in plan.sides.items():
             (sides.add if exists else sides.discard)(side)
         for redis_key in deleted:
             self._lists.pop(redis_key, None)
+            self._stamps.pop(redis_key, None)
             sides.difference_update(self.side_lists_of(redis_key))
 
     def side_lists_of(self, redis_key: str) -> list[str]:
@@ -166,6 +200,7 @@ class WrittenLists:
 
     def clear(self) -> None:
         self._lists.clear()
+        self._stamps.clear()
         self._sides = None
 
 

@@ -221,9 +221,9 @@ def records_batch(rendered: Iterable[EntityRendered | RelationRendered]) -> Comm
     for item in rendered:
         withdrawn.update(dict.fromkeys(ack.ticket.doc_id for ack in item.acks))
         if isinstance(item, EntityRendered):
-            entities[item.key] = item
+            entities[item.key] = _after(entities.get(item.key), item)
         else:
-            relations[item.pair] = item
+            relations[item.pair] = _after(relations.get(item.pair), item)
     entity_upserts, entity_vectors, entity_deletes, entity_vector_deletes = _writes(entities)
     relation_upserts, relation_vectors, relation_deletes, relation_vector_deletes = _writes(
         relations
@@ -239,6 +239,20 @@ def records_batch(rendered: Iterable[EntityRendered | RelationRendered]) -> Comm
         relation_vector_deletes=relation_vector_deletes,
         withdrawn_documents=tuple(withdrawn),
     )
+
+
+Rendered = TypeVar("Rendered", EntityRendered, RelationRendered)
+
+
+def _after(earlier: Rendered | None, later: Rendered) -> Rendered:
+    """`later`, which replaces `earlier` in a write, with the list changes of both when
+    `later`'s follow `earlier`'s (`ListChanges`): the store then still writes only those."""
+    if earlier is None or earlier.record is None or later.record is None:
+        return later
+    first, then = earlier.record.list_changes, later.record.list_changes
+    if first is None or then is None or then.since != first.stamp:
+        return later
+    return replace(later, record=replace(later.record, list_changes=first.then(then)))
 
 
 K = TypeVar("K", str, RelationPair)

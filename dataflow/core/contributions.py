@@ -20,7 +20,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from itertools import chain
 from operator import attrgetter
 from typing import Generic, TypeVar, cast
@@ -337,6 +337,9 @@ class EntityRecord:
     doc_ids: tuple[str, ...]
     aliases: tuple[str, ...] = ()
     """Alias keys: the union of the live fragments' aliases, sorted, never `key`."""
+    list_changes: ListChanges | None = field(default=None, compare=False, repr=False)
+    """How its citation lists changed since an earlier draft (a hub's: `ListChanges`); not
+    part of the record, so never stored nor read back."""
 
     @property
     def embedding_text(self) -> str:
@@ -355,6 +358,8 @@ class RelationRecord:
     source_chunk_ids: tuple[str, ...]
     file_paths: tuple[str, ...]
     doc_ids: tuple[str, ...]
+    list_changes: ListChanges | None = field(default=None, compare=False, repr=False)
+    """As `EntityRecord.list_changes`."""
 
     @property
     def pair(self) -> RelationPair:
@@ -450,6 +455,8 @@ class EntityDraft:
     file_paths: tuple[str, ...]
     doc_ids: tuple[str, ...]
     aliases: tuple[str, ...]
+    list_changes: ListChanges | None = field(default=None, compare=False, repr=False)
+    """How the citation lists changed since the key's last draft, for a hub's (`ListChanges`)."""
 
 
 @dataclass(frozen=True)
@@ -465,9 +472,41 @@ class RelationDraft:
     source_chunk_ids: tuple[str, ...]
     file_paths: tuple[str, ...]
     doc_ids: tuple[str, ...]
+    list_changes: ListChanges | None = field(default=None, compare=False, repr=False)
 
 
 Draft = EntityDraft | RelationDraft
+
+
+CITATION_LISTS = ("source_chunk_ids", "file_paths", "doc_ids")
+"""The lists of a record that grow with how often it is cited."""
+
+
+@dataclass(frozen=True)
+class ListChanges:
+    """How a key's citation lists (`CITATION_LISTS`) changed from its draft stamped `since`
+    to the one stamped `stamp`: the values of each list that came in (True) or went (False).
+
+    A hub's lists hold thousands of entries, and a write that compares them whole costs that
+    much on every touch. Its running totals (dataflow/core/tally.py) know what changed, so
+    the drafts made from them carry it, and a store that last wrote this key's draft `since`
+    writes only the changes (connectors/redis/written_lists.py); any other store writes the
+    lists whole. `since` is None for a key's first draft from its totals. Stamps are unique
+    within the process, and a store trusts only what it wrote itself."""
+
+    since: int | None
+    stamp: int
+    changed: Mapping[str, Mapping[str, bool]]
+
+    def then(self, later: ListChanges) -> ListChanges:
+        """These changes followed by `later`'s (drafted from this draft on), as one."""
+        if later.since != self.stamp:
+            raise ValueError(f"changes since {later.since} do not follow draft {self.stamp}")
+        names = dict.fromkeys((*self.changed, *later.changed))
+        changed = {
+            name: {**self.changed.get(name, {}), **later.changed.get(name, {})} for name in names
+        }
+        return ListChanges(self.since, later.stamp, changed)
 
 
 def entity_draft(key: str, state: EntityState) -> EntityDraft | None:
@@ -536,6 +575,7 @@ class Renderer:
             file_paths=draft.file_paths,
             doc_ids=draft.doc_ids,
             aliases=draft.aliases,
+            list_changes=draft.list_changes,
         )
 
     def relation_record(self, draft: RelationDraft) -> RelationRecord:
@@ -552,6 +592,7 @@ class Renderer:
             source_chunk_ids=draft.source_chunk_ids,
             file_paths=draft.file_paths,
             doc_ids=draft.doc_ids,
+            list_changes=draft.list_changes,
         )
 
     def summary_due(self, draft: Draft | None) -> bool:

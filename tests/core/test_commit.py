@@ -9,7 +9,7 @@ from connectors.vectors.base import VectorKind
 from connectors.writes import store_write
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import DocumentCommit, merge_batches, records_batch, written_acks
-from dataflow.core.contributions import EntityRecord
+from dataflow.core.contributions import EntityRecord, ListChanges
 from dataflow.core.documents import DocumentRecord, DocumentStatus
 from dataflow.core.messages import (
     Ack,
@@ -182,6 +182,29 @@ def test_renders_are_written_last_one_per_key_and_acknowledged_once_per_chunk():
     both = merge_batches([batch, DocumentCommit().flush()])
     assert both == batch
     assert both.size() == Counter(entity=2, relation=0, chunk=0, document=0)
+
+
+def test_the_render_written_for_a_key_carries_the_list_changes_of_those_it_replaces():
+    """Only a key's last render in a write is written, so its list changes (a hub's,
+    `ListChanges`) must lead from the draft the store wrote before: those of the renders it
+    replaces come with it, when they chain."""
+    record = EntityRecord("alice", "Alice", "person", "x", ("c1", "c2"), ("a.md",), ("a.md",))
+    one = ListChanges(7, 8, {"source_chunk_ids": {"c1": True, "c0": False}})
+    two = ListChanges(8, 9, {"source_chunk_ids": {"c2": True, "c1": True}})
+    rendered = [
+        EntityRendered("alice", dataclasses.replace(record, list_changes=one), None, ()),
+        EntityRendered("alice", dataclasses.replace(record, list_changes=two), None, ()),
+    ]
+    [written] = records_batch(rendered).entity_upserts
+    assert written.list_changes == ListChanges(
+        7, 9, {"source_chunk_ids": {"c0": False, "c1": True, "c2": True}}
+    )
+    # Changes that do not follow (the tally was made again in between) go as they are.
+    again = ListChanges(None, 10, {})
+    rendered.append(
+        EntityRendered("alice", dataclasses.replace(record, list_changes=again), None, ())
+    )
+    assert records_batch(rendered).entity_upserts[0].list_changes == again
 
 
 def test_a_chunk_point_names_what_its_settle_says_the_chunk_mentions():

@@ -2,11 +2,14 @@
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataflow.core.contributions import (
+    CITATION_LISTS,
     EntityFragment,
+    ListChanges,
     RelationFragment,
     entity_draft,
     relation_draft,
@@ -116,3 +119,63 @@ def test_a_description_moves_to_its_next_first_place_when_the_first_goes():
     assert tally.draft("ada").descriptions == ("a mathematician", "a writer")
     state = {"x": other, "y": said[1]}
     assert tally.draft("ada") == entity_draft("ada", state)
+
+
+def citation_lists(tally, key) -> dict[str, tuple[str, ...]]:
+    draft = tally.draft(key)
+    return {name: getattr(draft, name) if draft else () for name in CITATION_LISTS}
+
+
+def changed_by(lists: dict[str, tuple[str, ...]], changes: ListChanges):
+    """`lists` with `changes` applied as a store applies them to sorted sets."""
+    out = {}
+    for name, values in lists.items():
+        kept = set(values)
+        for value, present in changes.changed.get(name, {}).items():
+            (kept.add if present else kept.discard)(value)
+        out[name] = tuple(sorted(kept))
+    return out
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from([(EntityTally, entity_fragments), (RelationTally, relation_fragments)]).flatmap(
+        lambda kind: st.tuples(
+            st.just(kind[0]),
+            st.dictionaries(contribution_ids, kind[1]),
+            batches_of(kind[1]),
+            st.lists(st.booleans(), min_size=12, max_size=12),
+        )
+    )
+)
+def test_list_changes_lead_from_each_draft_passed_on_to_the_next(case):
+    """The changes a tally hands each draft passed on (`list_changes`, taken after some folds
+    and not others) turn the lists of the draft before into this draft's, and chain by stamp;
+    changes composed (`then`) turn the first draft's lists into the last one's."""
+    kind, initial, batches, passed_on = case
+    key = "ada" if kind is EntityTally else ("ada", "bob")
+    tally, in_place = kind(initial.values()), dict(initial)
+    first = tally.list_changes()
+    assert first.since is None  # a new tally's first draft: written whole
+    start = last_lists = citation_lists(tally, key)
+    last, composed = first, None
+    for batch, take in zip(batches, passed_on, strict=False):
+        fold_fragments(in_place, batch, tally)
+        if not take:
+            continue
+        changes = tally.list_changes()
+        assert changes.since == last.stamp and changes.stamp != last.stamp
+        now = citation_lists(tally, key)
+        assert changed_by(last_lists, changes) == now
+        composed = changes if composed is None else composed.then(changes)
+        assert composed.since == first.stamp
+        assert changed_by(start, composed) == now
+        last, last_lists = changes, now
+
+
+def test_changes_compose_only_in_the_order_they_were_drafted():
+    earlier = ListChanges(None, 1, {"doc_ids": {"a": True}})
+    later = ListChanges(1, 2, {"doc_ids": {"a": False, "b": True}})
+    assert earlier.then(later) == ListChanges(None, 2, {"doc_ids": {"a": False, "b": True}})
+    with pytest.raises(ValueError, match="do not follow"):
+        later.then(earlier)

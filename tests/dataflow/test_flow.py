@@ -8,9 +8,10 @@ import pytest
 from bytewax.testing import TestingSource
 
 from connectors.folder.source import FolderSource, FolderSourceOptions
+from connectors.redis.written_lists import SIDE
 from connectors.vectors.base import VectorKind
 from dataflow import flow
-from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
+from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentStatus, DocumentUpsert
 from dataflow.core.naming import relation_id
 from tests.dataflow.harness import (
     entry_point_for,
@@ -89,6 +90,37 @@ def test_deleting_a_document_keeps_shared_entities_and_drops_its_relations(compo
     assert graph.entities["northwind labs"].file_paths == ("c.md",)
     assert not any("alice moreau" in pair for pair in graph.relations)
     assert "alice moreau" not in stored(components).vectors[VectorKind.ENTITY]
+
+
+def test_a_hubs_long_lists_follow_edits_and_deletes_as_a_fresh_build(components, entry_point):
+    """A hub cited by more chunks than a record keeps in its hash: its lists live in sorted
+    sets, written by the changes its running totals report (`ListChanges`), and end as a
+    fresh build has them after edits and deletes."""
+    cited = SIDE + 20
+    changes: list[DocumentChange] = [
+        DocumentUpsert(f"n{n:03}.md", f"Alice Moreau reviewed ledger {n} in Lisbon.", f"n{n:03}.md")
+        for n in range(cited)
+    ]
+    changes += [
+        DocumentUpsert(f"n{n:03}.md", f"Carla Diaz reviewed ledger {n} in Porto.", f"n{n:03}.md")
+        for n in range(0, 10)
+    ]
+    changes += [DocumentDelete(f"n{n:03}.md") for n in range(10, 15)]
+    changes += [
+        DocumentUpsert(f"n{n:03}.md", f"Alice Moreau audited ledger {n} in Lisbon.", f"n{n:03}.md")
+        for n in range(12, 14)
+    ]
+    run_flow(components, events(changes), entry_point)
+    final = {change.doc_id: change for change in changes}
+    live = [change for change in final.values() if isinstance(change, DocumentUpsert)]
+    graph = stored(components).graph
+    assert graph == fresh_build(live)
+    alice = graph.entities["alice moreau"]
+    assert len(alice.doc_ids) == cited - 13 >= SIDE
+    side = components.stores.graph.keys.side_list(
+        components.stores.graph.keys.entity("alice moreau"), "doc_ids"
+    )
+    assert components.stores.graph.client.zcard(side) == len(alice.doc_ids)
 
 
 CHAT = """\

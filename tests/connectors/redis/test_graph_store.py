@@ -35,7 +35,7 @@ from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
 from connectors.redis.written_lists import SIDE, SIDE_MARKER, SideWrite, WrittenLists
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
-from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
+from dataflow.core.contributions import EntityRecord, ListChanges, RelationRecord, Renderer
 from dataflow.core.documents import (
     DocumentChange,
     DocumentDelete,
@@ -581,9 +581,84 @@ def test_a_whole_write_empties_the_set_even_one_the_store_does_not_know_of() -> 
     written = WrittenLists(lambda record, name: f"{record}:{name}")
     written.know_side_lists([])  # believes no set exists
     ids = tuple(f"chunk-{n:04}" for n in range(SIDE))
-    plan = written.plan([("ent:ada", {"source_chunk_ids": ids})])
+    plan = written.plan([("ent:ada", {"source_chunk_ids": ids}, None)])
     assert plan.side_writes == [SideWrite("ent:ada:source_chunk_ids", True, (), ids)]
     assert plan.fields_marked("ent:ada") == {"source_chunk_ids"}
+
+
+def test_a_hubs_lists_are_written_by_the_changes_its_draft_carries() -> None:
+    """A draft made from running totals says how its lists changed since the key's draft
+    before (`ListChanges`). When this process wrote that one last, the write is those changes,
+    nothing compared (a value they name as present is sent even if the set has it); when it
+    did not (a write that failed, a store told to forget), the lists are compared or written
+    whole as for any record."""
+    written = WrittenLists(lambda record, name: f"{record}:{name}")
+    written.know_side_lists([])
+    side = "ent:ada:source_chunk_ids"
+    ids = tuple(f"chunk-{n:04}" for n in range(SIDE + 2))
+
+    def plan(values: tuple[str, ...], changes: ListChanges | None):
+        return written.plan([("ent:ada", {"source_chunk_ids": values}, changes)])
+
+    first = plan(ids, ListChanges(None, 1, {"source_chunk_ids": dict.fromkeys(ids, True)}))
+    assert first.side_writes == [SideWrite(side, True, (), ids)]  # nothing before it: whole
+    written.written(first, ())
+
+    now = (*ids[1:], "chunk-new")
+    change = {ids[0]: False, ids[1]: True, "chunk-new": True}
+    second = plan(now, ListChanges(1, 2, {"source_chunk_ids": change}))
+    assert second.side_writes == [SideWrite(side, False, (ids[0],), (ids[1], "chunk-new"))]
+    assert second.fields_left_out("ent:ada") == {"source_chunk_ids"}
+    written.written(second, ())
+
+    # Two drafts of the key in one batch: the second follows the first.
+    later = (*now, "chunk-x")
+    batch = written.plan(
+        [
+            ("ent:ada", {"source_chunk_ids": now}, ListChanges(2, 3, {})),
+            (
+                "ent:ada",
+                {"source_chunk_ids": later},
+                ListChanges(3, 4, {"source_chunk_ids": {"chunk-x": True}}),
+            ),
+        ]
+    )
+    assert batch.side_writes == [SideWrite(side, False, (), ("chunk-x",))]
+
+    # That batch failed (never `written`): changes since its drafts do not follow what the
+    # store holds, so the lists are compared with the ones written last.
+    after = (*later, "chunk-y")
+    compared = plan(after, ListChanges(4, 5, {"source_chunk_ids": {"chunk-y": True}}))
+    [write] = compared.side_writes
+    assert (write.whole, write.removed, set(write.added)) == (False, (), {"chunk-x", "chunk-y"})
+
+    written.clear()  # as after the embedded server's restart: nothing trusted
+    written.know_side_lists([side])
+    whole = plan(now, ListChanges(2, 6, {"source_chunk_ids": {}}))
+    assert whole.side_writes == [SideWrite(side, True, (), now)]
+
+
+def test_a_hub_written_by_its_changes_reads_back_as_its_lists(store: GraphStore):
+    """On one server and on a cluster: the changes of a hub's drafts (`ListChanges`) are all
+    its writes send, and the record reads back as drafted."""
+    big = hub(SIDE + 10, SIDE + 5)
+    store.apply(GraphBatch(entity_upserts=(replace(big, list_changes=ListChanges(None, 101, {})),)))
+    tamper(store, store.keys.entity("ada"), "source_chunk_ids")  # kept: only changes are sent
+    gone, moved = big.source_chunk_ids[0], big.doc_ids[-1]
+    edited = replace(
+        big,
+        source_chunk_ids=(*big.source_chunk_ids[1:], "chunk-new"),
+        doc_ids=big.doc_ids[:-1],
+        list_changes=ListChanges(
+            101,
+            102,
+            {"source_chunk_ids": {gone: False, "chunk-new": True}, "doc_ids": {moved: False}},
+        ),
+    )
+    store.apply(GraphBatch(entity_upserts=(edited,)))
+    expected = replace(edited, source_chunk_ids=tampered(edited.source_chunk_ids))
+    assert store.get_entities(["ada"])["ada"] == expected
+    assert {e.key: e for e in store.iter_entities()}["ada"] == expected
 
 
 def test_long_aliases_and_keywords_stay_in_the_hash(store: GraphStore):
