@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import lt
 
-from dataflow.core.contributions import ListChanges
+from dataflow.core.contributions import CITATION_LISTS, ListChanges
 
 Lists = Mapping[str, tuple[str, ...]]
 """A record's list fields by field name."""
@@ -50,7 +50,7 @@ SIDE = 64
 1,588 (about 4.4 GB with no sorted sets) and took 370 s against 384 (396 before), for 288 MB
 of Redis memory against 273 (246 before)."""
 
-SIDE_FIELDS = frozenset({"source_chunk_ids", "file_paths", "doc_ids"})
+SIDE_FIELDS = frozenset(CITATION_LISTS)
 """The lists that grow with a hub (an entity's aliases and a relation's keywords do not)."""
 
 SIDE_MARKER = "@"
@@ -132,13 +132,13 @@ class WrittenLists:
                 plan.stamps[redis_key] if redis_key in plan.stamps else self._stamps.get(redis_key)
             )
             # the changes since the draft this process wrote last: nothing else to compare
-            follows = changes is not None and changes.since is not None and changes.since == stamp
+            follows = changes if changes and stamp is not None and changes.since == stamp else None
             same, marked = set(), set()
             for name, values in lists.items():
                 side = self._side_key(redis_key, name) if name in SIDE_FIELDS else None
                 exists = side is not None and plan.sides.get(side, side in self._sides)
-                if follows and exists and len(values) >= SIDE and side and changes:
-                    changed = changes.changed.get(name, {})
+                if follows and side is not None and exists and len(values) >= SIDE:
+                    changed = follows.changed.get(name, {})
                     removed = tuple(value for value, present in changed.items() if not present)
                     added = tuple(value for value, present in changed.items() if present)
                     if removed or added:
