@@ -20,7 +20,9 @@ child process), so the figures are kgstream's own costs, not a model's. It measu
   the embedded Redis files, the vector store, the LLM/embedding caches (everything else), once
   the indexer stopped; and the recovery database against the corpus text, while the indexer
   runs (after the edits, its WAL included) and once it stopped;
-* the resident memory of the indexer process and of its redis-server.
+* the resident memory of the indexer process and of its redis-server;
+* what the indexer process wrote to disk during the load and per edit (`/proc/PID/io`
+  write_bytes: the recovery database with its WAL, the vectors and the caches).
 
 The last table is each figure's ratio to the previous size's: a cost per change that does not grow
 with the corpus keeps the freshness ratios near 1 while the corpus grows 4x. Figures are printed,
@@ -79,6 +81,9 @@ class SizeResult:
     corpus_bytes: int  # the corpus text, as files
     indexer_rss: int
     redis_rss: int
+    load_written: int  # bytes the indexer process wrote to disk during the load
+    edits_written: tuple[int, int]  # ... during the hub edits, the rare edits (warm-ups too)
+    edits_made: int  # edits of each kind, warm-ups included
 
     @property
     def docs_per_second(self) -> float:
@@ -151,6 +156,15 @@ def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
+    return 0
+
+
+def written_bytes(pid: int) -> int:
+    """The bytes `pid` has caused to be written to storage (`/proc/PID/io`, write_bytes):
+    the recovery database (its WAL and checkpoints), the vectors and the caches."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
     return 0
 
 
@@ -238,6 +252,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
     with kgstream_run(["--watch", str(folder), "--data", str(data_dir)], log, env) as process:
         graph = attach_graph(data_dir, process, log)
         first, half, load = wait_loaded(graph, size, process, log)
+        load_written = written_bytes(process.pid)
         chunks = sum(len(d.record.chunk_ids) for d in graph.iter_documents())
         progress(f"{size} documents: loaded in {load:.1f} s (first PROCESSED after {first:.1f} s)")
         progress(f"{size} documents: after the load, {redis_work(graph.client)}")
@@ -248,7 +263,9 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
             return float(wait_visible(graph, doc_id, content_hash, process, log))
 
         hub = timed_edits(hub_docs, corpus, folder, args.edits, args.warmup, rng, wait)
+        hub_written = written_bytes(process.pid)
         rare = timed_edits(rare_docs, corpus, folder, args.edits, args.warmup, rng, wait)
+        rare_written = written_bytes(process.pid)
         progress(
             f"{size} documents: freshness p50 hub {percentile(hub, 50) * 1000:.0f} ms, "
             f"rare {percentile(rare, 50) * 1000:.0f} ms"
@@ -274,6 +291,9 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
         corpus_bytes=sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
         indexer_rss=indexer_rss,
         redis_rss=redis_rss,
+        load_written=load_written,
+        edits_written=(hub_written - load_written, rare_written - hub_written),
+        edits_made=args.edits + args.warmup,
     )
 
 
@@ -330,6 +350,16 @@ def print_report(results: Sequence[SizeResult], load_before: str) -> None:
             f"| {r.documents:,} | {parts} | {r.indexer_rss / 2**20:.0f} | "
             f"{r.redis_rss / 2**20:.0f} |"
         )
+    print("\n## Disk writes of the indexer process (/proc/PID/io write_bytes)\n")
+    print("| docs | load MB | MB per 1,000 chunks loaded | per hub edit KB | per rare edit KB |")
+    print("|---:|---:|---:|---:|---:|")
+    for r in results:
+        hub_kb, rare_kb = (written / r.edits_made / 1024 for written in r.edits_written)
+        print(
+            f"| {r.documents:,} | {r.load_written / 2**20:.1f} | "
+            f"{r.load_written / 2**20 / r.chunks * 1000:.1f} | {hub_kb:.0f} | {rare_kb:.0f} |"
+        )
+
     print("\n## Recovery database against the corpus text (target: at most 3x)\n")
     print("| docs | corpus text MB | running MB | running / text | stopped MB | stopped / text |")
     print("|---:|---:|---:|---:|---:|---:|")

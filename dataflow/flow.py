@@ -72,7 +72,7 @@ from dataflow.core.contributions import (
     entity_draft,
     relation_draft,
 )
-from dataflow.core.fragment_log import LOG_OVER, FragmentLog, restore_log
+from dataflow.core.fragment_log import LOG_OVER, FragmentLog, HeldBase, restore_log
 from dataflow.core.messages import (
     Ack,
     ChunkOutcome,
@@ -170,16 +170,16 @@ def build_flow(
     delay = timedelta(seconds=components.coalesce_seconds)
     summary_due = components.renderer.summary_due
     over = (components.tally_over_fragments, components.log_over_fragments)
-    entities: Stream[EntityDrafted] = op.key_rm(
-        "unkey_entity",
+    entities: Stream[EntityDrafted] = _holding_bases(
+        "entity",
         op.stateful_batch(
             "entity",
             by_entity,
             lambda resume: _EntityLogic(resume, delay, summary_due, *over),
         ),
     )
-    relations: Stream[RelationDrafted] = op.key_rm(
-        "unkey_relation",
+    relations: Stream[RelationDrafted] = _holding_bases(
+        "relation",
         op.stateful_batch(
             "relation",
             by_relation,
@@ -201,6 +201,19 @@ def build_flow(
     )
     op.output("stores", batches, StoreSink(components))
     return flow
+
+
+def _holding_bases(step: str, drafted: KeyedStream[Out | HeldBase]) -> Stream[Out]:
+    """The drafts of the `step` ("entity" or "relation") step; the bases its big keys hand
+    on go to a step of their own (`_BaseHolder`), keyed alike so that a key and its base
+    share a worker in any cluster shape (dataflow/core/fragment_log.py)."""
+    split = op.branch(f"split_{step}_base", drafted, _is_held_base)
+    op.stateful_batch(f"{step}_base", cast(KeyedStream[HeldBase], split.trues), _BaseHolder)
+    return op.key_rm(f"unkey_{step}", cast(KeyedStream[Out], split.falses))
+
+
+def _is_held_base(item: tuple[str, object]) -> bool:
+    return isinstance(item[1], HeldBase)
 
 
 def _doc_id(event: SourceEvent) -> str:
@@ -499,6 +512,11 @@ class _FragmentsLogicState(Generic[K, F]):
     # A big key's fragments as its snapshots hold them: packed whole when last packed, and
     # the changes since (dataflow/core/fragment_log.py). Kept by `_FragmentsLogic`.
     log: FragmentLog[F] | None = field(default=None, compare=False, repr=False)
+    # A key resumed from a snapshot that names its base in the holder step, until the base
+    # is claimed (`_FragmentsLogic._resolve`): (base id, its size in bytes, pieces); `fragments`
+    # is None meanwhile, and the deltas that come wait in `waiting`.
+    unresolved: tuple[bytes, int, tuple[bytes, ...]] | None = None
+    waiting: list[TaggedDelta] = field(default_factory=list)
 
     def pack(self) -> bytes:
         """The state as its step's snapshot (`_FragmentsLogic.snapshot`).
@@ -508,12 +526,24 @@ class _FragmentsLogicState(Generic[K, F]):
         relations at 16,000 documents hold one or two fragments, where an object's pickled
         class and restore function were a sixth of the bytes). A key with a log: the plain
         values pickled with its base and pieces, which are packed already (a pickle, so never
-        taken for a Zstandard frame)."""
+        taken for a Zstandard frame); or, once its base is in the holder step, the base's id and
+        size in its place, and the deltas waiting for a resumed key's base."""
         acks = tuple(self.acks.items())
-        if self.log is not None and self.fragments:
-            base, pieces = self.log.packed(self.fragments)
-            logged = (self.key, base, pieces, acks, self.due, self.released)
-            return pickle.dumps(logged, protocol=pickle.HIGHEST_PROTOCOL)
+        held: _HeldFragmentsState | None = None
+        if self.unresolved is not None:
+            base_id, base_size, pieces = self.unresolved
+            waiting = tuple(self.waiting)
+            held = (self.key, base_id, base_size, pieces, waiting, acks, self.due, self.released)
+        elif self.log is not None and self.fragments:
+            inline, named, logged_pieces = self.log.packed()
+            if inline is not None:
+                logged = (self.key, inline, logged_pieces, acks, self.due, self.released)
+                return pickle.dumps(logged, protocol=pickle.HIGHEST_PROTOCOL)
+            assert named is not None  # a log holds its base or names it
+            size = self.log.base_size
+            held = (self.key, named, size, logged_pieces, (), acks, self.due, self.released)
+        if held is not None:
+            return pickle.dumps(held, protocol=pickle.HIGHEST_PROTOCOL)
         rows = FragmentRows.of(self.fragments).rows if self.fragments else None
         return pack((self.key, rows, acks, self.due, self.released))
 
@@ -521,8 +551,22 @@ class _FragmentsLogicState(Generic[K, F]):
     def unpack(blob: bytes, kind: type[F]) -> _FragmentsLogicState[Any, F]:
         """The state `pack` made `blob` of, its fragments of `kind`."""
         if not is_packed(blob):
-            key, base, pieces, acks, due, released = cast(_LoggedFragmentsState, pickle.loads(blob))
-            log = FragmentLog[F](base, list(pieces))
+            state = pickle.loads(blob)
+            if len(state) == _HELD_FIELDS:
+                key, base_id, size, pieces, waiting, acks, due, released = cast(
+                    _HeldFragmentsState, state
+                )
+                return _FragmentsLogicState(
+                    key,
+                    None,
+                    Counter(dict(acks)),
+                    due,
+                    released,
+                    unresolved=(base_id, size, pieces),
+                    waiting=list(waiting),
+                )
+            key, base, pieces, acks, due, released = cast(_LoggedFragmentsState, state)
+            log = FragmentLog[F](base, len(base), list(pieces))
             logged = restore_log(kind, base, pieces)
             return _FragmentsLogicState(key, logged, Counter(dict(acks)), due, released, log=log)
         key, rows, acks, due, released = cast(_PackedFragmentsState, unpack(blob))
@@ -566,6 +610,21 @@ _LoggedFragmentsState = tuple[
 ]
 
 
+_HeldFragmentsState = tuple[
+    Any,  # the key
+    bytes,  # the id of its base, which the holder step keeps
+    int,  # the base's size in bytes
+    tuple[bytes, ...],  # the pieces: the changes since the base, packed
+    tuple[TaggedDelta, ...],  # the deltas of a resumed key waiting for its base
+    tuple[tuple[tuple[Ticket, str], int], ...],
+    datetime | None,
+    datetime | None,
+]
+
+
+_HELD_FIELDS = 8  # a `_HeldFragmentsState`'s; a `_LoggedFragmentsState` has 6
+
+
 _PackedStateWithKind = tuple[
     Any,
     tuple[Any, dict[str, tuple[object, ...]]] | None,  # the fragments' kind and rows
@@ -579,7 +638,9 @@ def _never(draft: Draft | None) -> bool:
     return False
 
 
-class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F, D, Out]):
+class _FragmentsLogic(
+    StatefulBatchLogic[TaggedDelta, Out | HeldBase, bytes], Generic[K, F, D, Out]
+):
     """Folds a key's deltas and emits its draft (with acknowledgements) for rendering.
 
     The draft is made from the fragments, or, for a key with at least `tally_over` of them,
@@ -614,8 +675,58 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
         self.summary_due: Callable[[Draft | None], bool] = summary_due or _never
         self.tally_over = tally_over
         self.log_over = log_over
+        self._waiting_since: float | None = None  # since when a resumed key waits for its base
 
-    def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out], bool]:
+    def on_batch(self, values: list[TaggedDelta]) -> tuple[Iterable[Out | HeldBase], bool]:
+        if self.state.unresolved is not None and not self._resolve():
+            self.state.waiting.extend(values)
+            return [], StatefulBatchLogic.RETAIN
+        return self._fold([*self._take_waiting(), *values])
+
+    def on_notify(self) -> tuple[Iterable[Out | HeldBase], bool]:
+        if self.state.unresolved is not None and not self._resolve():
+            return [], StatefulBatchLogic.RETAIN
+        emitted: list[Out | HeldBase] = []
+        if waiting := self._take_waiting():
+            folded, complete = self._fold(waiting)
+            if complete or self.state.due is None:  # released by the fold, or gone
+                return folded, complete
+            emitted += folded
+        if self.state.due is None or self.state.due > datetime.now(UTC):
+            return emitted, StatefulBatchLogic.RETAIN
+        release = self._release()
+        emitted.extend(release[0])
+        return emitted, release[1]
+
+    def on_eof(self) -> tuple[Iterable[Out | HeldBase], bool]:
+        if self.state.unresolved is not None and not self._resolve():
+            return [], StatefulBatchLogic.RETAIN  # its snapshot names its base, as before
+        emitted: list[Out | HeldBase] = []
+        if waiting := self._take_waiting():
+            folded, complete = self._fold(waiting)
+            if complete:
+                return folded, complete
+            emitted += folded
+        # A stopped index's snapshot holds its base, packed whole now, and no pieces: they
+        # would be more bytes, and the holder's base more again. A resumed key hands it on.
+        log, fragments = self.state.log, self.state.fragments
+        if log is not None and log.base_id is not None:
+            emitted.append(HeldBase(log.base_id, None))
+        self.state.log = FragmentLog.of(fragments) if log is not None and fragments else None
+        if self.state.due is None:
+            return emitted, StatefulBatchLogic.RETAIN
+        release = self._release()
+        emitted.extend(release[0])
+        return emitted, release[1]
+
+    def notify_at(self) -> datetime | None:
+        due = self.state.due
+        if self.state.unresolved is not None and (self.state.waiting or due is not None):
+            retry = datetime.now(UTC) + _BASE_RETRY
+            return retry if due is None else min(due, retry)
+        return due
+
+    def _fold(self, values: list[TaggedDelta]) -> tuple[list[Out | HeldBase], bool]:
         updates = [self.update(tagged.delta) for tagged in values]
         count_deltas(self.state.acks, values)
         self.state.key = updates[0][0]
@@ -628,29 +739,48 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
             )
         self.state.fragments = fragments or None
         self._keep_tally()
+        handed: list[Out | HeldBase] = list(self._keep_log())
         if not self.delay or not self.summary_due(self._draft()):
-            return self._release()
+            release = self._release()
+            handed.extend(release[0])
+            return handed, release[1]
         if self.state.due is None:
             now, last = datetime.now(UTC), self.state.released
             if last is None or now - last >= self.delay:
-                return self._release()
+                release = self._release()
+                handed.extend(release[0])
+                return handed, release[1]
             self.state.due = last + self.delay
-        return [], StatefulBatchLogic.RETAIN
+        return handed, StatefulBatchLogic.RETAIN
 
-    def on_notify(self) -> tuple[Iterable[Out], bool]:
-        return self._release()
+    def _take_waiting(self) -> list[TaggedDelta]:
+        waiting, self.state.waiting = self.state.waiting, []
+        return waiting
 
-    def on_eof(self) -> tuple[Iterable[Out], bool]:
-        # A stopped index's snapshot is packed whole: the pieces of a log are more bytes.
-        self.state.log = None
-        if self.state.due is None:
-            return [], StatefulBatchLogic.RETAIN
-        return self._release()
+    def _resolve(self) -> bool:
+        """Restore a resumed key's fragments from its base, if the holder step has left it
+        (`_HELD_BASES`): both steps run the key on this worker, and Bytewax builds each
+        step's resumed keys before it runs them, but not one step's before the other's."""
+        assert self.state.unresolved is not None
+        base_id, base_size, pieces = self.state.unresolved
+        base = _HELD_BASES.pop(base_id, None)
+        if base is None:
+            now = time.monotonic()
+            self._waiting_since = self._waiting_since or now
+            if now - self._waiting_since > BASE_WAIT_SECONDS:
+                raise RuntimeError(
+                    f"{type(self).__name__}: the snapshot of {self.state.key!r} names a base "
+                    f"the recovery database does not hold after {BASE_WAIT_SECONDS} s: the "
+                    "recovery database is damaged (rebuild the index with `kgstream replay`)"
+                )
+            return False
+        fragments = restore_log(self.kind, base, pieces)
+        self.state.fragments = fragments or None
+        self.state.log = FragmentLog(None, base_size, list(pieces), base_id=base_id)
+        self.state.unresolved, self._waiting_since = None, None
+        return True
 
-    def notify_at(self) -> datetime | None:
-        return self.state.due
-
-    def _release(self) -> tuple[Iterable[Out], bool]:
+    def _release(self) -> tuple[list[Out | HeldBase], bool]:
         key = self.state.key
         if key is None:
             raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
@@ -699,18 +829,61 @@ class _FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out, bytes], Generic[K, F,
 
     def snapshot(self) -> bytes:
         # Packed now, so the folds after it (in place, `fold_fragments`) cannot reach it.
-        self._keep_log()
         return self.state.pack()
 
-    def _keep_log(self) -> None:
-        """Make or drop the key's snapshot log as its size crosses `log_over` or half of it
-        (dataflow/core/fragment_log.py); `on_batch` notes its changes in between."""
-        state = self.state
+    def _keep_log(self) -> Iterable[HeldBase]:
+        """Make or drop the key's snapshot log as its size crosses `log_over` or half of it,
+        pack it whole again when its pieces are due (dataflow/core/fragment_log.py), and
+        hand a new base to the holder step, or tell it the key holds none any more; the
+        folds note their changes in between."""
+        state, log = self.state, self.state.log
         size = len(state.fragments) if state.fragments else 0
-        if state.log is not None and size * 2 < self.log_over:
+        if log is not None and size * 2 < self.log_over:
             state.log = None
-        elif state.log is None and size >= self.log_over and state.fragments:
-            state.log = FragmentLog.of(state.fragments)
+            if log.base_id is not None:
+                yield HeldBase(log.base_id, None)
+            return
+        if log is None and size >= self.log_over and state.fragments:
+            state.log = log = FragmentLog.of(state.fragments)
+        if log is not None and state.fragments:
+            if log.rebase_due():
+                log.rebase(state.fragments)
+            if handed := log.hand_off():
+                yield handed
+
+
+_HELD_BASES: dict[bytes, bytes] = {}
+"""The bases `_BaseHolder` keys resumed with in this process, by id, until the entity or
+relation key whose snapshot names one claims it (`_FragmentsLogic._resolve`)."""
+
+BASE_WAIT_SECONDS = 120.0
+"""How long a resumed key waits for its base before the run stops as damaged."""
+
+_BASE_RETRY = timedelta(milliseconds=5)
+
+
+class _BaseHolder(StatefulBatchLogic[HeldBase, None, tuple[bytes, bytes]]):
+    """The "entity_base" and "relation_base" steps: a big key's base, the last its step
+    handed on (dataflow/core/fragment_log.py), snapshotted only when a new one comes. A
+    resumed one leaves its base in `_HELD_BASES` for the key to claim."""
+
+    def __init__(self, resume: tuple[bytes, bytes] | None) -> None:
+        self.held = resume
+        if resume is not None:
+            base_id, base = resume
+            _HELD_BASES[base_id] = base
+
+    def on_batch(self, values: list[HeldBase]) -> tuple[Iterable[None], bool]:
+        if self.held is not None:
+            _HELD_BASES.pop(self.held[0], None)  # unclaimed: replaced before its key came
+        last = values[-1]
+        self.held = (last.base_id, last.base) if last.base is not None else None
+        return [], self.held is None
+
+    def snapshot(self) -> tuple[bytes, bytes]:
+        if self.held is None:
+            raise RuntimeError("_BaseHolder snapshotted after it was discarded")
+        return self.held
 
 
 class _EntityLogic(_FragmentsLogic[str, EntityFragment, EntityDraft, EntityDrafted]):

@@ -1,4 +1,5 @@
-"""A big key's snapshot as its last whole packing and the changes packed since (issue 11).
+"""A big key's snapshot as the changes packed since its last whole packing, which a step of
+its own holds (issue 11).
 
 Bytewax snapshots every key a step touched in an epoch, and the entity and relation steps'
 snapshot is the key's fragments packed (dataflow/core/snapshots.py). Packed whole, a hub cost
@@ -8,18 +9,23 @@ samples a document took, against 0.03 of 1.21 at 1,000 documents, the largest co
 with the corpus.
 
 So a key of at least `LOG_OVER` fragments keeps its snapshot as a log: the packed rows of
-its fragments when it was last packed whole (`base`), and one packed piece per snapshot
+its fragments when it was last packed whole (the base), and one packed piece per snapshot
 since, holding what changed in the epoch before it: the rows added or replaced and the
-contribution ids removed. A snapshot packs only its epoch's changes and hands Bytewax the
-base and the pieces, which are bytes already. Once the pieces add up to `REBASE` of the
-base's bytes, the snapshot packs the key whole again, so packing costs about
-1 / `REBASE` times what changed, and a resumed key reads a base and at most that share
-more. The bytes written per epoch are still the whole key's (a Bytewax snapshot is one row
-a key); what is no longer whole is the work of making them.
+contribution ids removed. A snapshot packs only its epoch's changes. The base is not in the
+key's snapshot: the step hands it (`HeldBase`) to a step of its own keyed alike
+(`dataflow/flow.py`, "entity_base" and "relation_base"), whose snapshot it is, written once
+when it is made; the key's snapshot names it by a random id. Once the pieces add up to
+`REBASE` of the base's bytes, or to `MOST_PIECES`, a fold packs the key whole again and hands
+the new base on, so a key's row is at most about `MOST_PIECES` plus one epoch's changes
+whatever its size, and the whole key is written once per that much change. A resumed key
+reads its pieces from its own row and its base from the holder, which leaves it in the
+process for the key to claim (both steps route a key to the same worker:
+`dataflow/flow.py`, `_BaseHolder`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
@@ -35,45 +41,75 @@ again (a key that shrank has no use for one). Packing 256 fragments whole takes 
 0.3 ms."""
 
 REBASE = 0.5
-"""The pieces' bytes, as a share of the base's, at which a snapshot packs the key whole
-again. Replaying the 16,000-document load's folds into its 120 biggest keys, a snapshot every
-302 chunks: 14.3 s of packing whole, 2.8 s as a log at 0.5 and 4.2 s at 0.25, for 11% and
-6% more bytes."""
+"""The pieces' bytes, as a share of the base's, at which a fold packs the key whole again.
+Replaying the 16,000-document load's folds into its 120 biggest keys, a snapshot every 302
+chunks: 14.3 s of packing whole, 2.8 s as a log at 0.5 and 4.2 s at 0.25, for 11% and 6%
+more bytes."""
+
+MOST_PIECES = 64 * 1024
+"""The pieces' bytes at which a fold packs the key whole again whatever its size: the bound
+on what a big key's snapshot writes per epoch beyond the epoch's own changes."""
 
 Piece = tuple[dict[str, tuple[object, ...]], tuple[str, ...]]
 """One snapshot's changes: the rows added or replaced, and the contribution ids removed."""
 
 
+@dataclass(frozen=True)
+class HeldBase:
+    """A key's new base for the holder step (`base` None: the key holds none any more)."""
+
+    base_id: bytes
+    base: bytes | None
+
+
 @dataclass
 class FragmentLog(Generic[F]):
-    """The packed form of a key's fragments between snapshots: `base` and `pieces` are
-    what the last snapshot held, `changes` what was folded since (contribution id ->
-    fragment, or None for a retraction)."""
+    """The packed form of a key's fragments between snapshots: `pieces` are what the last
+    snapshot held beside its base, `changes` what was folded since (contribution id ->
+    fragment, or None for a retraction). The base is `base` until it is handed to the
+    holder (`hand_off`), then `base_id` names it there."""
 
-    base: bytes
+    base: bytes | None
+    base_size: int
     pieces: list[bytes] = field(default_factory=list)
     changes: dict[str, F | None] = field(default_factory=dict)
+    base_id: bytes | None = None
 
     @staticmethod
     def of(fragments: Mapping[str, F]) -> FragmentLog[F]:
         """A log whose base is `fragments`, packed now."""
-        return FragmentLog(_packed_whole(fragments))
+        base = _packed_whole(fragments)
+        return FragmentLog(base, len(base))
 
     def note(self, changes: Iterable[tuple[str, F | None]]) -> None:
         """Record folded changes, in the order they were folded."""
         for contribution_id, fragment in changes:
             self.changes[contribution_id] = fragment
 
-    def packed(self, fragments: Mapping[str, F]) -> tuple[bytes, tuple[bytes, ...]]:
-        """The base and pieces of a snapshot of `fragments`, the state the changes noted
-        since the last one made: the changes packed as a piece, or `fragments` packed whole
-        when the pieces reach `REBASE` of the base."""
+    def rebase_due(self) -> bool:
+        """Whether the pieces reached `REBASE` of the base or `MOST_PIECES`."""
+        return sum(map(len, self.pieces)) >= min(REBASE * self.base_size, MOST_PIECES)
+
+    def rebase(self, fragments: Mapping[str, F]) -> None:
+        """Make `fragments`, packed now, the base, with no pieces or changes since."""
+        self.base = _packed_whole(fragments)
+        self.base_size, self.pieces, self.changes, self.base_id = len(self.base), [], {}, None
+
+    def hand_off(self) -> HeldBase | None:
+        """The base for the holder, if it is not there yet; from then on the snapshots name
+        it (`base_id`) instead of holding it."""
+        if self.base is None:
+            return None
+        self.base_id, base, self.base = os.urandom(16), self.base, None
+        return HeldBase(self.base_id, base)
+
+    def packed(self) -> tuple[bytes | None, bytes | None, tuple[bytes, ...]]:
+        """(base or None, base id or None, pieces) of a snapshot of the state the changes
+        noted since the last one made: the changes packed as a piece."""
         if self.changes:
             self.pieces.append(pack(_piece(self.changes)))
             self.changes = {}
-        if sum(map(len, self.pieces)) >= REBASE * len(self.base):
-            self.base, self.pieces = _packed_whole(fragments), []
-        return self.base, tuple(self.pieces)
+        return self.base, self.base_id, tuple(self.pieces)
 
 
 def restore_log(kind: type[F], base: bytes, pieces: Sequence[bytes]) -> dict[str, F]:

@@ -39,12 +39,14 @@ def renderer() -> Renderer:
     return Renderer(TOKENIZER.count, RENDER_OPTIONS)
 
 
-def new_components(redis_url: str, embeddings_url: str, vector_dir: Path) -> Components:
+def new_components(
+    redis_url: str, embeddings_url: str, vector_dir: Path, workspace: str | None = None
+) -> Components:
     """Components embedding through the OpenAI-compatible test server (fast hash vectors)."""
     embedder = OpenAIEmbedder(
         OpenAIEmbeddingOptions(base_url=embeddings_url, model="test-embedding-model", dimension=384)
     )
-    return components_with(embedder, redis_url, vector_dir)
+    return components_with(embedder, redis_url, vector_dir, workspace)
 
 
 @contextmanager
@@ -62,9 +64,12 @@ def llm_components(
         components.stores.vectors.close()
 
 
-def components_with(embedder: Embedder, redis_url: str, vector_dir: Path) -> Components:
-    """Offline extraction into empty stores in a fresh workspace, embedding with `embedder`."""
-    graph = GraphStore.from_url(redis_url, f"flowtest{next(_workspaces)}")
+def components_with(
+    embedder: Embedder, redis_url: str, vector_dir: Path, workspace: str | None = None
+) -> Components:
+    """Offline extraction into empty stores in a fresh workspace (or `workspace`, another
+    process's), embedding with `embedder`."""
+    graph = GraphStore.from_url(redis_url, workspace or f"flowtest{next(_workspaces)}")
     vectors = EdgeVectorStore(vector_dir, graph.workspace)
     vectors.ensure_collections(embedding_space_name(embedder), embedder.dimension)
     return Components(

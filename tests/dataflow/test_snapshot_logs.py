@@ -1,13 +1,16 @@
-"""A big key's snapshot is its last whole packing and the changes packed since
-(dataflow/core/fragment_log.py): a snapshot packs only what changed, the key is packed whole
-again once the pieces reach `REBASE` of the base, and every snapshot resumes as the state it
-was taken of, through the real Bytewax recovery too, after a crash between snapshots."""
+"""A big key's snapshot is the changes packed since its last whole packing, whose bytes
+the holder step keeps (dataflow/core/fragment_log.py): a snapshot packs only what changed
+and does not hold the base, the key is packed whole again (and the new base handed on) once
+the pieces reach `REBASE` of the base or `MOST_PIECES`, and every snapshot resumes as the
+state it was taken of, through the real Bytewax recovery too, after a crash between
+snapshots, whichever of the two steps resumes first."""
 
+import multiprocessing
 import pickle
 import sqlite3
 import time
 from contextlib import closing
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import chain
 
 import pytest
@@ -15,15 +18,18 @@ from bytewax.testing import TestingSource, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dataflow import flow
 from dataflow.core import fragment_log
 from dataflow.core.contributions import EntityFragment, FragmentRows
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert, content_hash
+from dataflow.core.fragment_log import HeldBase
 from dataflow.core.messages import TaggedDelta, Ticket
 from dataflow.core.snapshots import is_packed, unpack
 from dataflow.core.steps import EntityDelta
-from dataflow.flow import _EntityLogic, build_flow
+from dataflow.flow import EntityDrafted, _BaseHolder, _EntityLogic, build_flow
 from kgstream.indexer import recovery_config
 from tests.dataflow.harness import events, fresh_build, stored
+from tests.support.ports import free_ports
 
 
 def fragment(n: int, said: str = "spoke") -> EntityFragment:
@@ -40,79 +46,188 @@ def logic_of(resume=None, log_over=8) -> _EntityLogic:
     return _EntityLogic(resume, timedelta(0), tally_over=1_000, log_over=log_over)
 
 
-def snapshotted(logic: _EntityLogic) -> bytes:
-    """The logic's snapshot, pickled and loaded as Bytewax does."""
-    return pickle.loads(pickle.dumps(logic.snapshot()))
+def bytewax_copy(value):
+    """`value` pickled and loaded, as Bytewax stores a snapshot and resumes it."""
+    return pickle.loads(pickle.dumps(value))
 
 
-def logged(snapshot: bytes) -> tuple[bytes, tuple[bytes, ...]]:
-    """The base and pieces of a snapshot in the log form."""
+class Key:
+    """One key of the entity step and of its holder step, driven as Bytewax drives them:
+    what the key hands on goes to the holder, and each epoch snapshots the steps touched."""
+
+    def __init__(self, log_over: int = 8) -> None:
+        self.log_over = log_over
+        self.logic = logic_of(log_over=log_over)
+        self.holder: _BaseHolder | None = None
+        self.held_snapshot: tuple[bytes, bytes] | None = None  # the holder's last
+        self.handed: list[HeldBase] = []
+
+    def fold(self, values: list[TaggedDelta]) -> list[object]:
+        emitted, _ = self.logic.on_batch(values)
+        return self.take(emitted)
+
+    def take(self, emitted) -> list[object]:
+        emitted = list(emitted)
+        bases = [item for item in emitted if isinstance(item, HeldBase)]
+        if bases:
+            self.handed += bases
+            holder = self.holder or _BaseHolder(None)
+            _, discarded = holder.on_batch(bases)
+            self.holder = None if discarded else holder
+            self.held_snapshot = None if discarded else bytewax_copy(holder.snapshot())
+        return [item for item in emitted if not isinstance(item, HeldBase)]
+
+    def snapshot(self) -> bytes:
+        return bytewax_copy(self.logic.snapshot())
+
+    def resumed(self, snapshot: bytes) -> "Key":
+        """The key resumed from `snapshot` and its holder's last snapshot, holder first."""
+        key = Key(self.log_over)
+        if self.held_snapshot is not None:
+            key.holder, key.held_snapshot = _BaseHolder(self.held_snapshot), self.held_snapshot
+        key.logic = logic_of(snapshot, log_over=self.log_over)
+        if key.logic.state.unresolved is not None:
+            assert key.logic._resolve(), "the holder left no base for the key"
+        return key
+
+
+def held(snapshot: bytes) -> tuple[bytes, tuple[bytes, ...]]:
+    """The base id and pieces of a snapshot that names its base in the holder."""
     assert not is_packed(snapshot), "packed whole, not as a log"
-    _key, base, pieces, *_ = pickle.loads(snapshot)
-    return base, pieces
+    state = pickle.loads(snapshot)
+    assert len(state) == 8, "the base is in the snapshot, not in the holder"
+    _key, base_id, _size, pieces, *_ = state
+    return base_id, pieces
 
 
-def test_a_snapshot_of_a_big_key_packs_only_what_changed_since_the_last():
-    logic = logic_of()
-    logic.on_batch([delta(f"c{n}", fragment(n)) for n in range(20)])
-    base, pieces = logged(snapshotted(logic))
-    assert pieces == ()
+def test_a_snapshot_of_a_big_key_packs_only_what_changed_and_not_its_base():
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(20)])
+    (handed,) = key.handed
+    base_id, pieces = held(key.snapshot())
+    assert base_id == handed.base_id and pieces == ()
 
-    logic.on_batch(
-        [delta("c3", fragment(3, "wrote")), delta("c4", None), delta("c20", fragment(20))]
-    )
-    snapshot = snapshotted(logic)
+    key.fold([delta("c3", fragment(3, "wrote")), delta("c4", None), delta("c20", fragment(20))])
+    snapshot = key.snapshot()
 
-    next_base, (piece,) = logged(snapshot)
-    assert next_base == base  # not packed again
+    assert len(key.handed) == 1  # the base is not handed on again
+    next_id, (piece,) = held(snapshot)
+    assert next_id == base_id
+    assert handed.base is not None and handed.base not in snapshot
     added, removed = unpack(piece)
     assert set(added) == {"c3", "c20"} and removed == ("c4",)
     assert FragmentRows(EntityFragment, added).restore()["c3"] == fragment(3, "wrote")
-    assert logic_of(snapshot).state == logic.state
+    assert key.resumed(snapshot).logic.state == key.logic.state
 
 
 def test_a_big_key_is_packed_whole_again_once_its_pieces_reach_half_its_base():
-    logic = logic_of()
-    logic.on_batch([delta(f"c{n}", fragment(n)) for n in range(40)])
-    base, _ = logged(snapshotted(logic))
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(40)])
+    key.snapshot()
+    (first,) = key.handed
+    assert first.base is not None
     pieces: tuple[bytes, ...] = ()
     for n in range(40):
-        logic.on_batch([delta(f"c{n}", fragment(n, "wrote"))])
-        snapshot = snapshotted(logic)
-        assert logic_of(snapshot).state == logic.state
-        new_base, new_pieces = logged(snapshot)
-        if new_base != base:
+        key.fold([delta(f"c{n}", fragment(n, "wrote"))])
+        if len(key.handed) > 1:
             break
-        pieces = new_pieces
+        snapshot = key.snapshot()
+        assert key.resumed(snapshot).logic.state == key.logic.state
+        pieces = held(snapshot)[1]
     else:
         pytest.fail("40 changes of a 40-fragment key never packed it whole again")
-    assert new_pieces == ()
-    assert sum(map(len, pieces)) < fragment_log.REBASE * len(base)  # not before it was due
-    assert pieces  # the snapshots before it packed only their changes
+    snapshot = key.snapshot()
+    assert held(snapshot) == (key.handed[-1].base_id, ())
+    assert sum(map(len, pieces)) >= fragment_log.REBASE * len(first.base)  # when due, not before
+    assert sum(map(len, pieces[:-1])) < fragment_log.REBASE * len(first.base)
+    assert key.resumed(snapshot).logic.state == key.logic.state
 
 
-def test_a_key_that_shrinks_under_half_the_threshold_is_packed_whole_again():
-    logic = logic_of()
-    logic.on_batch([delta(f"c{n}", fragment(n)) for n in range(8)])
-    logged(snapshotted(logic))
-    logic.on_batch([delta(f"c{n}", None) for n in range(5)])
-    snapshot = snapshotted(logic)
+def test_a_huge_key_is_packed_whole_again_once_its_pieces_reach_a_fixed_size(monkeypatch):
+    """So a key's row stays small whatever its size: here a tenth of the base."""
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(400)])
+    key.snapshot()
+    (first,) = key.handed
+    assert first.base is not None
+    monkeypatch.setattr(fragment_log, "MOST_PIECES", len(first.base) // 10)
+    sizes = []
+    for n in range(400):
+        key.fold([delta(f"c{n}", fragment(n, "wrote"))])
+        sizes.append(len(key.snapshot()))
+        if len(key.handed) > 1:
+            break
+    else:
+        pytest.fail("a key whose pieces passed MOST_PIECES was never packed whole again")
+    assert max(sizes) < len(first.base) // 5
+
+
+def test_a_key_that_shrinks_under_half_the_threshold_is_packed_whole_and_its_base_dropped():
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(8)])
+    held(key.snapshot())
+    assert key.holder is not None
+    key.fold([delta(f"c{n}", None) for n in range(5)])
+    snapshot = key.snapshot()
     assert is_packed(snapshot)
-    assert logic_of(snapshot).state == logic.state
+    assert key.holder is None and key.held_snapshot is None  # told the key holds none
+    assert logic_of(snapshot).state == key.logic.state
 
 
-def test_the_snapshot_after_the_end_of_the_input_holds_no_pieces():
-    """So a stopped index's recovery database holds each big key as one packing."""
-    logic = logic_of()
-    logic.on_batch([delta(f"c{n}", fragment(n)) for n in range(20)])
-    logged(snapshotted(logic))
-    logic.on_batch([delta("c1", None)])
-    assert len(logged(snapshotted(logic))[1]) == 1
-    logic.on_batch([delta("c2", None)])
-    logic.on_eof()
-    snapshot = snapshotted(logic)
-    assert logged(snapshot)[1] == ()
-    assert logic_of(snapshot).state == logic.state
+def test_the_snapshot_after_the_end_of_the_input_is_whole_and_the_holder_lets_go():
+    """So a stopped index's recovery database holds each big key as one packing, once."""
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(20)])
+    held(key.snapshot())
+    key.fold([delta("c1", None)])
+    assert len(held(key.snapshot())[1]) == 1
+    key.fold([delta("c2", None)])
+    key.take(key.logic.on_eof()[0])
+    snapshot = key.snapshot()
+    _key, _base, pieces, *_ = pickle.loads(snapshot)
+    assert pieces == ()
+    assert key.holder is None
+    assert logic_of(snapshot).state == key.logic.state
+
+
+def test_a_key_resumed_before_its_holder_waits_for_its_base_and_keeps_what_came_meanwhile():
+    """Bytewax builds one step's resumed keys before it runs them, but not before another
+    step's: a delta may reach a resumed key before its holder has left the base."""
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(12)])
+    key.snapshot()
+    key.fold([delta("c1", fragment(1, "wrote"))])
+    snapshot, holder_snapshot = key.snapshot(), key.held_snapshot
+    assert holder_snapshot is not None
+
+    early = logic_of(snapshot)  # its holder not resumed yet
+    emitted, complete = early.on_batch([delta("c2", None), delta("c12", fragment(12))])
+    assert list(emitted) == [] and not complete
+    retry = early.notify_at()
+    assert retry is not None and retry <= datetime.now(UTC) + timedelta(seconds=1)
+    assert list(early.on_notify()[0]) == []  # still no base: nothing folded, nothing lost
+    waiting = bytewax_copy(early.snapshot())  # a crash here keeps the waiting deltas
+    early = logic_of(waiting)
+
+    _BaseHolder(holder_snapshot)  # the holder resumes: its base is left for the key
+    emitted, _ = early.on_notify()
+    (drafted,) = [item for item in emitted if isinstance(item, EntityDrafted)]
+    key.fold([delta("c2", None), delta("c12", fragment(12))])
+    assert early.state == key.logic.state
+    assert drafted.draft is not None
+    cited = drafted.draft.source_chunk_ids
+    assert "chunk-12" in cited and "chunk-2" not in cited and len(cited) == 12
+    assert early.notify_at() is None
+
+
+def test_a_key_whose_base_never_comes_stops_the_run_with_the_reason(monkeypatch):
+    key = Key()
+    key.fold([delta(f"c{n}", fragment(n)) for n in range(12)])
+    orphan = logic_of(key.snapshot())
+    monkeypatch.setattr(flow, "BASE_WAIT_SECONDS", 0.0)
+    orphan.on_batch([delta("c1", None)])
+    with pytest.raises(RuntimeError, match="recovery database is damaged"):
+        orphan.on_batch([delta("c2", None)])
 
 
 changes = st.lists(
@@ -130,20 +245,21 @@ changes = st.lists(
 @given(batches=changes, resume_after=st.lists(st.booleans(), min_size=40, max_size=40))
 def test_every_snapshot_resumes_as_the_state_it_was_taken_of(batches, resume_after):
     """Folds, snapshots after each batch, and resumes from some of them and goes on: each
-    snapshot resumes as the state it was taken of, whatever the form it took."""
-    logic = logic_of(log_over=6)
+    snapshot resumes as the state it was taken of, whatever the form it took, with the
+    holder's last snapshot."""
+    key = Key(log_over=6)
     for batch, resume in zip(batches, resume_after, strict=False):
-        logic.on_batch(
+        key.fold(
             [delta(f"c{n}", fragment(n, said) if said is not None else None) for n, said in batch]
         )
-        if not logic.state.fragments:
-            logic = logic_of(log_over=6)  # Bytewax discards an empty key
+        if not key.logic.state.fragments:
+            assert key.holder is None  # told the key holds none
+            key = Key(log_over=6)  # Bytewax discards an empty key
             continue
-        snapshot = snapshotted(logic)
-        resumed = logic_of(snapshot, log_over=6)
-        assert resumed.state == logic.state
+        resumed = key.resumed(key.snapshot())
+        assert resumed.logic.state == key.logic.state
         if resume:
-            logic = resumed
+            key = resumed
 
 
 # --- through the real dataflow and Bytewax recovery --------------------------------------
@@ -184,8 +300,8 @@ def test_a_run_that_crashes_between_snapshots_resumes_from_a_log_and_equals_a_fr
 ):
     """The harness snapshots keys of four fragments or more as logs (and here never packs
     one whole again, so every piece stays). A run aborted after edits and deletes, each in
-    epochs of its own, leaves the hub's last committed snapshot a base and pieces; the next
-    run resumes it from them and ends equal to a fresh build."""
+    epochs of its own, leaves the hub's last committed snapshot pieces that name its base in
+    the holder step; the next run resumes it from both and ends equal to a fresh build."""
     monkeypatch.setattr(fragment_log, "REBASE", 1_000.0)
     before = [note(n) for n in range(8)]
     before += [note(1, " Twice."), DocumentDelete("note-2.md"), note(8), note(3, " Again.")]
@@ -207,11 +323,90 @@ def test_a_run_that_crashes_between_snapshots_resumes_from_a_log_and_equals_a_fr
             " AND snap_epoch = (SELECT MAX(snap_epoch) FROM snaps AS s"
             "  WHERE s.step_id = snaps.step_id AND s.state_key = snaps.state_key)"
         ).fetchall()
+        bases = connection.execute(
+            "SELECT state_key FROM snaps WHERE step_id LIKE '%entity_base%'"
+            " AND ser_change IS NOT NULL"
+        ).fetchall()
     snapshots = [pickle.loads(change) for (change,) in rows]
     hub = [pickle.loads(s) for s in snapshots if not is_packed(s) and b"baltic line" in s]
     assert [key for key, *_ in hub] == ["baltic line"]
-    assert len(hub[0][2]) >= 3, "the hub's last snapshot holds fewer pieces than its edits"
+    assert len(hub[0]) == 8, "the hub's last snapshot holds its base"
+    assert len(hub[0][3]) >= 3, "the hub's last snapshot holds fewer pieces than its edits"
+    assert ("baltic line",) in bases
 
     run(TestingSource([*events(before), *events(after, start=100.0)]))  # resumes at after[0]
 
+    assert stored(components).graph == fresh_build([*before, *after])
+
+
+def resume_in_a_cluster(proc_id, addresses, redis_url, llm_url, workspace, work, out, changes):
+    """One process of a two-process cluster resuming from `work`/data/recovery (a fresh
+    interpreter): each big key's base must be on its key's worker, or the key waits for it
+    and the run stops; puts the keys that claimed their base here on `out`."""
+    from bytewax.recovery import RecoveryConfig
+    from bytewax.testing import cluster_main
+
+    from tests.dataflow.harness import new_components
+
+    components = new_components(redis_url, llm_url, work / f"vectors-{proc_id}", workspace)
+    flow.BASE_WAIT_SECONDS = 20.0  # a base in the other process: fail in this test's time
+    resolved = []
+    resolve = flow._FragmentsLogic._resolve
+
+    def noting(logic):
+        claimed = resolve(logic)
+        if claimed:
+            resolved.append(logic.state.key)
+        return claimed
+
+    flow._FragmentsLogic._resolve = noting
+    dataflow = build_flow(TestingSource(changes), components)
+    recovery = RecoveryConfig(str(work / "data" / "recovery"))
+    cluster_main(
+        dataflow, addresses, proc_id, epoch_interval=timedelta(0), recovery_config=recovery
+    )
+    components.stores.vectors.close()
+    out.put((proc_id, resolved))
+
+
+def test_a_crash_resumed_by_a_cluster_of_another_shape_finds_each_base_beside_its_key(
+    components, redis_server, llm_server, tmp_path, monkeypatch
+):
+    """Bytewax routes a key to the same worker in every step, so after a crash in one
+    process, two processes resume it and each big key claims its base from the holder step
+    in its own process (keys of both processes claim one here), and the stores equal a
+    fresh build."""
+    monkeypatch.setattr(fragment_log, "REBASE", 1_000.0)
+    before = [note(n) for n in range(8)]
+    before += [note(1, " Twice."), DocumentDelete("note-2.md"), note(8), note(3, " Again.")]
+    after = [note(4, " Later."), DocumentDelete("note-5.md"), note(9)]
+    first = chain(one_at_a_time(components.stores.graph, events(before)), [TestingSource.ABORT()])
+    config, _ = recovery_config(tmp_path / "data")
+    run_main(
+        build_flow(TestingSource(first), components),
+        epoch_interval=timedelta(0),
+        recovery_config=config,
+    )
+
+    # Fresh interpreters: a process forked after a Bytewax run may not run a cluster.
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    workspace = components.stores.graph.workspace
+    shared = (redis_server.url, llm_server.base_url, workspace, tmp_path, results)
+    changes = [*events(before), *events(after, start=100.0)]
+    processes = [
+        context.Process(
+            target=resume_in_a_cluster, args=(i, addresses, *shared), kwargs={"changes": changes}
+        )
+        for i in (0, 1)
+    ]
+    for process in processes:
+        process.start()
+    reported = dict(results.get(timeout=120) for _ in processes)
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+
+    assert all(reported.values()), reported  # keys of each process claimed their base there
     assert stored(components).graph == fresh_build([*before, *after])
