@@ -21,8 +21,10 @@ child process), so the figures are kgstream's own costs, not a model's. It measu
   the indexer stopped; and the recovery database against the corpus text, while the indexer
   runs (after the edits, its WAL included) and once it stopped;
 * the resident memory of the indexer process and of its redis-server;
-* what the indexer process wrote to disk during the load and per edit (`/proc/PID/io`
-  write_bytes: the recovery database with its WAL, the vectors and the caches).
+* what the indexer process wrote to disk during the load (`/proc/PID/io` write_bytes: the
+  recovery database with its WAL, the vectors and the caches). Not per edit: the timed edits
+  take a few seconds, less than an epoch (10 s), so their writes are whichever snapshot and
+  checkpoint fall among them.
 
 The last table is each figure's ratio to the previous size's: a cost per change that does not grow
 with the corpus keeps the freshness ratios near 1 while the corpus grows 4x. Figures are printed,
@@ -82,8 +84,6 @@ class SizeResult:
     indexer_rss: int
     redis_rss: int
     load_written: int  # bytes the indexer process wrote to disk during the load
-    edits_written: tuple[int, int]  # ... during the hub edits, the rare edits (warm-ups too)
-    edits_made: int  # edits of each kind, warm-ups included
 
     @property
     def docs_per_second(self) -> float:
@@ -263,9 +263,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
             return float(wait_visible(graph, doc_id, content_hash, process, log))
 
         hub = timed_edits(hub_docs, corpus, folder, args.edits, args.warmup, rng, wait)
-        hub_written = written_bytes(process.pid)
         rare = timed_edits(rare_docs, corpus, folder, args.edits, args.warmup, rng, wait)
-        rare_written = written_bytes(process.pid)
         progress(
             f"{size} documents: freshness p50 hub {percentile(hub, 50) * 1000:.0f} ms, "
             f"rare {percentile(rare, 50) * 1000:.0f} ms"
@@ -292,8 +290,6 @@ def run_size(size: int, args: argparse.Namespace, work: Path, server: ServerProc
         indexer_rss=indexer_rss,
         redis_rss=redis_rss,
         load_written=load_written,
-        edits_written=(hub_written - load_written, rare_written - hub_written),
-        edits_made=args.edits + args.warmup,
     )
 
 
@@ -351,14 +347,11 @@ def print_report(results: Sequence[SizeResult], load_before: str) -> None:
             f"{r.redis_rss / 2**20:.0f} |"
         )
     print("\n## Disk writes of the indexer process (/proc/PID/io write_bytes)\n")
-    print("| docs | load MB | MB per 1,000 chunks loaded | per hub edit KB | per rare edit KB |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| docs | during the load MB | MB per 1,000 chunks loaded |")
+    print("|---:|---:|---:|")
     for r in results:
-        hub_kb, rare_kb = (written / r.edits_made / 1024 for written in r.edits_written)
-        print(
-            f"| {r.documents:,} | {r.load_written / 2**20:.1f} | "
-            f"{r.load_written / 2**20 / r.chunks * 1000:.1f} | {hub_kb:.0f} | {rare_kb:.0f} |"
-        )
+        written = r.load_written / 2**20
+        print(f"| {r.documents:,} | {written:.1f} | {written / r.chunks * 1000:.1f} |")
 
     print("\n## Recovery database against the corpus text (target: at most 3x)\n")
     print("| docs | corpus text MB | running MB | running / text | stopped MB | stopped / text |")
