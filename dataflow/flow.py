@@ -694,9 +694,7 @@ class _FragmentsLogic(
             emitted += folded
         if self.state.due is None or self.state.due > datetime.now(UTC):
             return emitted, StatefulBatchLogic.RETAIN
-        release = self._release()
-        emitted.extend(release[0])
-        return emitted, release[1]
+        return self._release(emitted)
 
     def on_eof(self) -> tuple[Iterable[Out | HeldBase], bool]:
         if self.state.unresolved is not None and not self._resolve():
@@ -715,9 +713,7 @@ class _FragmentsLogic(
         self.state.log = FragmentLog.of(fragments) if log is not None and fragments else None
         if self.state.due is None:
             return emitted, StatefulBatchLogic.RETAIN
-        release = self._release()
-        emitted.extend(release[0])
-        return emitted, release[1]
+        return self._release(emitted)
 
     def notify_at(self) -> datetime | None:
         due = self.state.due
@@ -741,15 +737,11 @@ class _FragmentsLogic(
         self._keep_tally()
         handed: list[Out | HeldBase] = list(self._keep_log())
         if not self.delay or not self.summary_due(self._draft()):
-            release = self._release()
-            handed.extend(release[0])
-            return handed, release[1]
+            return self._release(handed)
         if self.state.due is None:
             now, last = datetime.now(UTC), self.state.released
             if last is None or now - last >= self.delay:
-                release = self._release()
-                handed.extend(release[0])
-                return handed, release[1]
+                return self._release(handed)
             self.state.due = last + self.delay
         return handed, StatefulBatchLogic.RETAIN
 
@@ -780,7 +772,10 @@ class _FragmentsLogic(
         self.state.unresolved, self._waiting_since = None, None
         return True
 
-    def _release(self) -> tuple[list[Out | HeldBase], bool]:
+    def _release(
+        self, before: list[Out | HeldBase] | None = None
+    ) -> tuple[list[Out | HeldBase], bool]:
+        """The key's draft, after `before` (what the step emits ahead of it)."""
         key = self.state.key
         if key is None:
             raise RuntimeError(f"{type(self).__name__} released before any delta arrived")
@@ -791,7 +786,9 @@ class _FragmentsLogic(
         self.state.acks, self.state.due = Counter(), None
         if self.delay:  # read only to hold a render (on_batch); no clock on the hot path
             self.state.released = datetime.now(UTC)
-        return [emitted], self.state.fragments is None
+        released = before if before is not None else []
+        released.append(emitted)
+        return released, self.state.fragments is None
 
     def _keep_tally(self) -> None:
         """Make or drop the key's running totals as its size crosses `tally_over` or half

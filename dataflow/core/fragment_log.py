@@ -74,6 +74,10 @@ class FragmentLog(Generic[F]):
     pieces: list[bytes] = field(default_factory=list)
     changes: dict[str, F | None] = field(default_factory=dict)
     base_id: bytes | None = None
+    pieces_size: int = field(init=False)  # the pieces' bytes, summed as they come
+
+    def __post_init__(self) -> None:
+        self.pieces_size = sum(map(len, self.pieces))
 
     @staticmethod
     def of(fragments: Mapping[str, F]) -> FragmentLog[F]:
@@ -88,12 +92,13 @@ class FragmentLog(Generic[F]):
 
     def rebase_due(self) -> bool:
         """Whether the pieces reached `REBASE` of the base or `MOST_PIECES`."""
-        return sum(map(len, self.pieces)) >= min(REBASE * self.base_size, MOST_PIECES)
+        return self.pieces_size >= min(REBASE * self.base_size, MOST_PIECES)
 
     def rebase(self, fragments: Mapping[str, F]) -> None:
         """Make `fragments`, packed now, the base, with no pieces or changes since."""
         self.base = _packed_whole(fragments)
-        self.base_size, self.pieces, self.changes, self.base_id = len(self.base), [], {}, None
+        self.base_size, self.base_id = len(self.base), None
+        self.pieces, self.pieces_size, self.changes = [], 0, {}
 
     def hand_off(self) -> HeldBase | None:
         """The base for the holder, if it is not there yet; from then on the snapshots name
@@ -108,6 +113,7 @@ class FragmentLog(Generic[F]):
         noted since the last one made: the changes packed as a piece."""
         if self.changes:
             self.pieces.append(pack(_piece(self.changes)))
+            self.pieces_size += len(self.pieces[-1])
             self.changes = {}
         return self.base, self.base_id, tuple(self.pieces)
 
