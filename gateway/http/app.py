@@ -3,8 +3,9 @@ streamed answers and index changes, the OpenAI-compatible chat endpoint and the 
 
 Each route turns the HTTP request into the gRPC request message (`gateway/http/messages.py`)
 and calls the very servicer method the gRPC server calls (`gateway/http/calls.py` says why),
-so the two transports cannot drift apart. `ROUTES` is the table the OpenAPI document is
-generated from (`gateway/http/openapi.py`); docs/http-api.md describes the API for users.
+so the two transports cannot drift apart. `HttpApi.routes()` is the table the OpenAPI
+document is generated from (`gateway/http/openapi.py`); docs/http-api.md describes the API
+for users.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -39,6 +40,7 @@ from gateway.http.auth import BearerTokenMiddleware
 from gateway.http.calls import HTTP_STATUS, CallFailed, HttpCall, error_body
 from gateway.http.messages import BadJson, from_json, to_json
 from gateway.http.openapi import openapi_document
+from gateway.http.routes import ApiRoute
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
@@ -60,21 +62,6 @@ class HttpOptions:
     auth_token: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024  # as the gRPC gateway's message limit
     cors_origins: tuple[str, ...] = ()  # none: CORS off (same-origin only)
-
-
-@dataclass(frozen=True)
-class ApiRoute:
-    """One route of the API, with what the OpenAPI document says of it."""
-
-    method: str
-    path: str
-    endpoint: Callable[..., Any]
-    summary: str
-    body: type[Message] | None = None  # the JSON body's message
-    query: type[Message] | None = None  # the query parameters' message (its scalar fields)
-    response: type[Message] | str | None = None  # a message, or a schema name in openapi.py
-    streams: bool = False  # text/event-stream
-    path_fields: tuple[str, ...] = field(default=())
 
 
 class VersionWatch:

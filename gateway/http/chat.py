@@ -29,9 +29,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from gateway.http.app import ApiRoute, call_of, read_body
+from gateway.http.app import call_of, read_body
 from gateway.http.calls import HTTP_STATUS, CallFailed
 from gateway.http.messages import to_json
+from gateway.http.routes import ApiRoute
 from gateway.knowledge_graph import KnowledgeGraphService
 from protos.kgstream.v1 import query_pb2
 

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the code: the route table
-(`gateway/http/app.py` `ApiRoute`s) and the protobuf descriptors with their comments (the
+(`gateway/http/routes.py` `ApiRoute`s) and the protobuf descriptors with their comments (the
 .proto files are the API's one definition; `descriptors.binpb` keeps their comments).
 
 Message schemas follow `gateway/http/messages.py`'s JSON: proto field names, every field,
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-if TYPE_CHECKING:
-    from gateway.http.app import ApiRoute
+from gateway.http.routes import ApiRoute
 
 _SCALARS: dict[int, dict[str, Any]] = {
     FieldDescriptor.TYPE_DOUBLE: {"type": "number", "format": "double"},
