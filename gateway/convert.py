@@ -22,12 +22,10 @@ from gateway.types import (
     RetrievedRelation,
     Turn,
     Usage,
-    shown,
 )
 from protos.kgstream.v1 import query_pb2 as pb
 
 _DEFAULTS = QueryParams(question="")
-_ROLES = ("user", "assistant")
 
 # QUERY_MODE_<NAME> for each Mode: the proto enum spells the same five modes. Error
 # messages name enum values as clients send them (QUERY_MODE_LOCAL), never as Mode.
@@ -64,8 +62,8 @@ def request_field(params_field: str) -> str:
 def query_params_from(request: pb.QueryRequest) -> QueryParams:
     """The engine's parameters for a request; unset optional fields take LightRAG's defaults.
 
-    Checks only what the wire adds (an enum value this server does not know, a
-    history role); ranges and budgets are the engine's `validate`.
+    Checks only what the wire adds (an enum value this server does not know); ranges,
+    budgets and history roles are the engine's `validate`.
     """
     mode = _MODE_FROM_PROTO.get(request.mode)
     if mode is None:
@@ -75,13 +73,7 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
             f"{', '.join(pb.QueryMode.Name(value) for value in _MODE_TO_PROTO.values())} "
             f"(or leave unset for {pb.QueryMode.Name(_MODE_TO_PROTO[_DEFAULTS.mode])})",
         )
-    history = []
-    for index, turn in enumerate(request.history):
-        if turn.role not in _ROLES:
-            raise InvalidQuery(
-                f"history[{index}].role", f"must be 'user' or 'assistant'; got {shown(turn.role)}"
-            )
-        history.append(Turn(role=turn.role, content=turn.content))
+    history = tuple(Turn(role=turn.role, content=turn.content) for turn in request.history)
     prefix = request.document_filter.file_path_prefix
     return QueryParams(
         question=request.question,
@@ -94,7 +86,7 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
         ),
         max_total_tokens=_optional(request, "max_total_tokens", _DEFAULTS.max_total_tokens),
         response_type=request.response_type or _DEFAULTS.response_type,
-        history=tuple(history),
+        history=history,
         user_prompt=request.user_prompt,
         high_level_keywords=tuple(request.high_level_keywords),
         low_level_keywords=tuple(request.low_level_keywords),

@@ -66,6 +66,7 @@ from gateway.retrieval import (
     one_hop,
 )
 from gateway.types import (
+    HISTORY_ROLES,
     Answer,
     AnswerStream,
     CallAbandoned,
@@ -87,7 +88,6 @@ from gateway.types import (
 )
 
 MAX_TOP_K = 1000
-HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known
 _FIRST_ENTITY_READ = 32  # entities read before the budget is known
 _SLOT_POLL_SECONDS = 0.05  # a call waiting for a retrieval slot checks its deadline this often

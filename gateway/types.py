@@ -121,11 +121,14 @@ def parse_mode(
     raise InvalidQuery(field, f"must be one of {names}{unset}; got {shown(value)}")
 
 
+HISTORY_ROLES = ("user", "assistant")
+
+
 @dataclass(frozen=True)
 class Turn:
     """One message of conversation history."""
 
-    role: str  # "user" or "assistant"
+    role: str  # one of HISTORY_ROLES
     content: str
 
 
