@@ -343,7 +343,7 @@ def measure_mode(address: str, mode: str, questions: Sequence[str], warmup: int)
     with open_channel(address) as channel:
         stub = retrieve_stub(channel)
         for number, question in enumerate(questions):
-            request = build_request(question, mode, None)
+            request = build_request(question, parse_mode(mode), None)
             began = time.perf_counter()
             try:
                 result = stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
@@ -391,7 +391,8 @@ def run_load(
         stub = retrieve_stub(channels[number])
         start.wait()
         while time.perf_counter() < stop_at[0]:
-            request = build_request(questions[next(turns) % len(questions)], LOAD_MODE, None)
+            question = questions[next(turns) % len(questions)]
+            request = build_request(question, parse_mode(LOAD_MODE), None)
             began = time.perf_counter()
             try:
                 stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)

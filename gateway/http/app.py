@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 from connectors.redis.failures import failed_documents
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
+from gateway.convert import mode_to_proto
 from gateway.http.auth import BearerTokenMiddleware
 from gateway.http.calls import HTTP_STATUS, CallFailed, HttpCall, error_body
 from gateway.http.messages import BadJson, from_json, to_json
@@ -44,6 +45,7 @@ from gateway.http.routes import ApiRoute
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
+from gateway.types import Mode
 from protos.kgstream.v1 import ingest_pb2, query_pb2
 
 MAX_TIMEOUT_MS = 3_600_000
@@ -148,7 +150,7 @@ class HttpApi:
         # first, then entity vectors (gateway/engine.py), without an LLM call.
         message = query_pb2.QueryRequest(
             question=text,
-            mode=query_pb2.QUERY_MODE_LOCAL,
+            mode=mode_to_proto(Mode.LOCAL),
             low_level_keywords=[text],
             high_level_keywords=[text],
             top_k=limit,
@@ -542,7 +544,7 @@ async def _body(request: Request, message_type: type[Message]) -> Any:
     try:
         return from_json(body, message_type)
     except BadJson as error:
-        raise _Rejected(_bad_request(error.field or "body", str(error))) from None
+        raise _Rejected(_bad_request(error.field or "body", error.detail)) from None
 
 
 async def _query(request: Request, message_type: type[Message]) -> Any:
@@ -551,7 +553,7 @@ async def _query(request: Request, message_type: type[Message]) -> Any:
     try:
         return from_json(params, message_type)
     except BadJson as error:
-        raise _Rejected(_bad_request(error.field or "query", str(error))) from None
+        raise _Rejected(_bad_request(error.field or "query", error.detail)) from None
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:

@@ -17,6 +17,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from gateway.http.messages import enum_names
 from gateway.http.routes import ApiRoute
 
 _SCALARS: dict[int, dict[str, Any]] = {
@@ -239,7 +240,7 @@ def _field_schema(field: FieldDescriptor) -> dict[str, Any]:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         item: dict[str, Any] = {"$ref": f"#/components/schemas/{field.message_type.full_name}"}
     elif field.type == FieldDescriptor.TYPE_ENUM:
-        item = {"type": "string", "enum": [value.name for value in field.enum_type.values]}
+        item = {"type": "string", "enum": enum_names(field.enum_type)}
     else:
         item = dict(_SCALARS[field.type])
     if field.is_repeated:
