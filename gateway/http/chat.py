@@ -15,7 +15,6 @@ raise their usual exceptions.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
@@ -23,15 +22,13 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import grpc
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from gateway.convert import mode_to_proto
-from gateway.http.app import call_of, read_body
-from gateway.http.calls import HTTP_STATUS, CallFailed
+from gateway.http.app import call_of, event_stream, read_body, started
+from gateway.http.calls import CallFailed, field_of
 from gateway.http.messages import to_json
 from gateway.http.routes import ApiRoute
 from gateway.knowledge_graph import KnowledgeGraphService
@@ -105,18 +102,11 @@ class ChatCompletions:
             return error.response()
         call = call_of(request)
         if stream:
-            events = self._knowledge_graph.QueryStream(message, call)
-            try:  # a request refused before the first event gets its status, not a 200
-                first = await run_in_threadpool(next, events)
+            try:
+                events = await started(self._knowledge_graph.QueryStream(message, call), call)
             except CallFailed as failure:
-                call.finish()
                 return _failure(failure).response()
-            return StreamingResponse(
-                self._chunks(model, itertools.chain([first], events), include_usage),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-                background=BackgroundTask(call.finish),
-            )
+            return event_stream(self._chunks(model, events, include_usage), call)
         try:
             reply = await run_in_threadpool(self._knowledge_graph.Query, message, call)
         except CallFailed as failure:
@@ -291,10 +281,5 @@ def _usage(usage: query_pb2.Usage) -> dict[str, int]:
 
 
 def _failure(failure: CallFailed) -> ChatError:
-    status = HTTP_STATUS.get(failure.code, 500)
-    param = (
-        failure.message.partition(":")[0]
-        if failure.code == grpc.StatusCode.INVALID_ARGUMENT
-        else None
-    )
-    return ChatError(status, failure.message, param, failure.code.name.lower())
+    param = field_of(failure.code, failure.message) or None
+    return ChatError(failure.http_status, failure.message, param, failure.code.name.lower())

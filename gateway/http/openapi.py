@@ -62,7 +62,7 @@ EXTRA_SCHEMAS: dict[str, dict[str, Any]] = {
     "Version": {
         "type": "object",
         "properties": {
-            "index_version": {"type": "integer", "format": "int64"},
+            "index_version": _INDEX_VERSION,
             "changed_at_ms": {
                 "type": "integer",
                 "format": "int64",
