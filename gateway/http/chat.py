@@ -32,7 +32,7 @@ from gateway.http.calls import CallFailed, field_of
 from gateway.http.messages import to_json
 from gateway.http.routes import ApiRoute
 from gateway.knowledge_graph import KnowledgeGraphService
-from gateway.types import MODE_NAMES, InvalidQuery, parse_mode
+from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, parse_mode
 from protos.kgstream.v1 import query_pb2
 
 MODEL_PREFIX = "kgstream-"
@@ -43,7 +43,11 @@ def model_id(mode_name: str) -> str:
     return MODEL_PREFIX + mode_name
 
 
-MODELS = tuple(model_id(name) for name in MODE_NAMES)
+# The default mode's model first: chat front ends preselect the first model listed.
+MODELS = tuple(
+    model_id(name)
+    for name in (DEFAULT_MODE.value, *(name for name in MODE_NAMES if name != DEFAULT_MODE.value))
+)
 _REFERENCES_HEADING = re.compile(r"^\W*references\b", re.IGNORECASE | re.MULTILINE)
 
 

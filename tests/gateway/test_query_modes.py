@@ -138,8 +138,9 @@ def test_the_grpc_enum_holds_the_modes_of_the_table_and_no_other() -> None:
     assert all(convert.mode_from_proto(convert.mode_to_proto(mode)) is mode for mode in Mode)
 
 
-def test_the_chat_models_are_the_modes_of_the_table() -> None:
-    assert tuple(f"kgstream-{name}" for name in MODE_NAMES) == MODELS
+def test_the_chat_models_are_the_modes_of_the_table_the_default_first() -> None:
+    assert sorted(MODELS) == sorted(f"kgstream-{name}" for name in MODE_NAMES)
+    assert MODELS[0] == f"kgstream-{DEFAULT_MODE.value}"
 
 
 def test_the_openapi_document_lists_the_modes_of_the_table_and_no_other() -> None:
