@@ -105,12 +105,13 @@ def base_checkout(ref: str, work: Path) -> Iterator[Path]:
 
 
 def measure(mode: str, sides: Sequence[Side], questions: Sequence[str], warmup: int) -> None:
+    from gateway.types import parse_mode
     from kgstream.query_command import build_request
 
     for side in sides:
         side.reset()
     for number, question in enumerate(questions):
-        request = build_request(question, mode, None)
+        request = build_request(question, parse_mode(mode), None)
         if number == warmup:
             for side in sides:
                 side.reset()

@@ -79,7 +79,8 @@ from bench.indexer_bench import (  # noqa: E402
     progress,
     stop_process,
 )
-from gateway.types import MODE_NAMES, Mode  # noqa: E402
+from gateway.engine import LaneTexts  # noqa: E402
+from gateway.types import MODE_NAMES, Keywords, parse_mode  # noqa: E402
 
 MODES = MODE_NAMES
 LOAD_MODE = "mix"
@@ -342,7 +343,7 @@ def measure_mode(address: str, mode: str, questions: Sequence[str], warmup: int)
     with open_channel(address) as channel:
         stub = retrieve_stub(channel)
         for number, question in enumerate(questions):
-            request = build_request(question, mode, None)
+            request = build_request(question, parse_mode(mode), None)
             began = time.perf_counter()
             try:
                 result = stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
@@ -390,7 +391,8 @@ def run_load(
         stub = retrieve_stub(channels[number])
         start.wait()
         while time.perf_counter() < stop_at[0]:
-            request = build_request(questions[next(turns) % len(questions)], LOAD_MODE, None)
+            question = questions[next(turns) % len(questions)]
+            request = build_request(question, parse_mode(LOAD_MODE), None)
             began = time.perf_counter()
             try:
                 stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
@@ -432,18 +434,13 @@ def run_load(
 
 def texts_embedded(question: str, mode: str, extractor: Any) -> list[str]:
     """The texts gateway/engine.py embeds for `question` in `mode` (offline keywords)."""
-    low_words: tuple[str, ...] = ()
-    high_words: tuple[str, ...] = ()
-    if mode != "naive":
+    plan = parse_mode(mode).plan  # the engine's own table of what a mode runs
+    keywords = Keywords(high_level=(), low_level=())
+    if plan.extracts_keywords:
         keywords = extractor.extract(question)
-        low_words, high_words = keywords.low_level, keywords.high_level
-        if not low_words and not high_words:
-            low_words = (question.strip(),)
-    lanes = Mode(mode)  # the engine's own table of which lanes a mode runs
-    question = question.strip()  # every mode embeds it: graph chunks are ranked against it
-    low = (", ".join(low_words) or question) if lanes.uses_entities else ""
-    high = (", ".join(high_words) or question) if lanes.uses_relations else ""
-    return list(dict.fromkeys(text for text in (low, high, question) if text))
+        if not keywords.low_level and not keywords.high_level:
+            keywords = Keywords(high_level=(), low_level=(question.strip(),))
+    return list(LaneTexts.of(plan, question, keywords).embedded)
 
 
 def time_embeddings(

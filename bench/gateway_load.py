@@ -125,6 +125,7 @@ def query_until(
     """Retrieve calls back to back until `done()`, cycling through the modes."""
     import grpc
 
+    from gateway.types import parse_mode
     from kgstream.query_command import build_request
 
     channel = open_channel(address)
@@ -133,7 +134,7 @@ def query_until(
         turn = 0
         while not done():
             mode = MODES[(first_mode + turn) % len(MODES)]
-            request = build_request(questions[turn % len(questions)], mode, None)
+            request = build_request(questions[turn % len(questions)], parse_mode(mode), None)
             turn += 1
             began = time.perf_counter()
             try:

@@ -178,16 +178,16 @@ def bm25_rankings(documents: Mapping[str, str], questions: Sequence[Question]) -
 
 
 def retrieve_rankings(address: str, mode: str, questions: Sequence[Question]) -> ModeRun:
-    from protos.kgstream.v1 import query_pb2
+    from gateway.types import parse_mode
+    from kgstream.query_command import build_request
 
-    enum = query_pb2.QueryMode.Value(f"QUERY_MODE_{mode.upper()}")
     channel = open_channel(address)
     stub = retrieve_stub(channel)
     run = ModeRun()
     try:
-        stub.Retrieve(query_pb2.QueryRequest(question=questions[0].text, mode=enum))  # warm-up
+        stub.Retrieve(build_request(questions[0].text, parse_mode(mode), None))  # warm-up
         for question in questions:
-            request = query_pb2.QueryRequest(question=question.text, mode=enum)
+            request = build_request(question.text, parse_mode(mode), None)
             began = time.perf_counter()
             result = stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
             run.seconds.append(time.perf_counter() - began)

@@ -11,7 +11,6 @@ from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from gateway.types import (
     Answer,
-    InvalidQuery,
     Keywords,
     Mode,
     QueryParams,
@@ -22,22 +21,12 @@ from gateway.types import (
     RetrievedRelation,
     Turn,
     Usage,
-    shown,
+    parse_mode,
 )
 from protos.kgstream.v1 import query_pb2 as pb
 
 _DEFAULTS = QueryParams(question="")
-_ROLES = ("user", "assistant")
-
-# QUERY_MODE_<NAME> for each Mode: the proto enum spells the same five modes. Error
-# messages name enum values as clients send them (QUERY_MODE_LOCAL), never as Mode.
-_MODE_TO_PROTO: dict[Mode, pb.QueryMode] = {
-    mode: pb.QueryMode.Value(f"QUERY_MODE_{mode.name}") for mode in Mode
-}
-_MODE_FROM_PROTO: dict[int, Mode] = {
-    pb.QUERY_MODE_UNSPECIFIED: _DEFAULTS.mode,
-    **{value: mode for mode, value in _MODE_TO_PROTO.items()},
-}
+_QUERY_MODES = pb.QueryMode.DESCRIPTOR
 _STATUS_TO_PROTO: dict[DocumentStatus, pb.DocumentStatus] = {
     DocumentStatus.PENDING: pb.DOCUMENT_STATUS_PENDING,
     DocumentStatus.PROCESSING: pb.DOCUMENT_STATUS_PROCESSING,
@@ -61,31 +50,48 @@ def request_field(params_field: str) -> str:
     return f"{mapped}{bracket}{index}{dot}{rest}"
 
 
+def _enum_spelling(name: str) -> str:
+    """A mode's name as the QueryMode enum spells it ("mix" -> QUERY_MODE_MIX)."""
+    return f"QUERY_MODE_{name.upper()}"
+
+
+def mode_from_proto(value: int) -> Mode:
+    """The mode of a QueryMode value (UNSPECIFIED: the default), by its name, so a value
+    the proto has and the mode table lacks is refused like any unknown one; the message
+    names the enum's values as gRPC clients send them (QUERY_MODE_LOCAL)."""
+    if value == pb.QUERY_MODE_UNSPECIFIED:
+        return parse_mode(None)
+    named = _QUERY_MODES.values_by_number.get(value)
+    return parse_mode(value if named is None else named.name, spelling=_enum_spelling)
+
+
+def mode_to_proto(mode: Mode) -> pb.QueryMode:
+    value: pb.QueryMode = pb.QueryMode.Value(_enum_spelling(mode.value))
+    return value
+
+
+def mode_from_json(value: object) -> pb.QueryMode:
+    """The QueryMode of an HTTP request's `mode`: a mode's name ("mix"), or the forms
+    proto3 JSON gives an enum (its value's name or number; UNSPECIFIED: the default).
+    A value that is none of these is refused naming the modes by their names."""
+    named = _QUERY_MODES.values_by_name.get(value) if isinstance(value, str) else None
+    number = value if named is None else named.number
+    if type(number) is int and number in _QUERY_MODES.values_by_number:  # a bool is no number
+        return mode_to_proto(mode_from_proto(number))
+    return mode_to_proto(parse_mode(value))
+
+
 def query_params_from(request: pb.QueryRequest) -> QueryParams:
     """The engine's parameters for a request; unset optional fields take LightRAG's defaults.
 
-    Checks only what the wire adds (an enum value this server does not know, a
-    history role); ranges and budgets are the engine's `validate`.
+    Checks only what the wire adds (an enum value this server does not know); ranges,
+    budgets and history roles are the engine's `validate`.
     """
-    mode = _MODE_FROM_PROTO.get(request.mode)
-    if mode is None:
-        raise InvalidQuery(
-            "mode",
-            f"unknown QueryMode value {request.mode}; use one of "
-            f"{', '.join(pb.QueryMode.Name(value) for value in _MODE_TO_PROTO.values())} "
-            f"(or leave unset for {pb.QueryMode.Name(_MODE_TO_PROTO[_DEFAULTS.mode])})",
-        )
-    history = []
-    for index, turn in enumerate(request.history):
-        if turn.role not in _ROLES:
-            raise InvalidQuery(
-                f"history[{index}].role", f"must be 'user' or 'assistant'; got {shown(turn.role)}"
-            )
-        history.append(Turn(role=turn.role, content=turn.content))
+    history = tuple(Turn(role=turn.role, content=turn.content) for turn in request.history)
     prefix = request.document_filter.file_path_prefix
     return QueryParams(
         question=request.question,
-        mode=mode,
+        mode=mode_from_proto(request.mode),
         top_k=_optional(request, "top_k", _DEFAULTS.top_k),
         chunk_top_k=_optional(request, "chunk_top_k", _DEFAULTS.chunk_top_k),
         max_entity_tokens=_optional(request, "max_entity_tokens", _DEFAULTS.max_entity_tokens),
@@ -94,7 +100,7 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
         ),
         max_total_tokens=_optional(request, "max_total_tokens", _DEFAULTS.max_total_tokens),
         response_type=request.response_type or _DEFAULTS.response_type,
-        history=tuple(history),
+        history=history,
         user_prompt=request.user_prompt,
         high_level_keywords=tuple(request.high_level_keywords),
         low_level_keywords=tuple(request.low_level_keywords),
@@ -111,10 +117,6 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
 
 def _optional(request: pb.QueryRequest, field: str, default: int) -> int:
     return int(getattr(request, field)) if request.HasField(field) else default
-
-
-def mode_to_proto(mode: Mode) -> pb.QueryMode:
-    return _MODE_TO_PROTO[mode]
 
 
 def entity_to_proto(record: EntityRecord) -> pb.Entity:

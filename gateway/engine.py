@@ -6,9 +6,9 @@
 2. wait for `min_index_version` (read-your-writes) within the deadline, capped by the
    server's maximum and by how many calls may wait at once, then read the index version
    once: the `Retrieval` says which version it reflects;
-3. keywords: the request's own, else the `KeywordExtractor` (not for `naive`);
-4. the lanes the mode needs (gateway/retrieval.py), merged and cut by the token budgets
-   (gateway/context.py);
+3. keywords: the request's own, else the `KeywordExtractor` (when the plan needs them);
+4. the lanes the mode's `QueryPlan` runs (gateway/retrieval.py), merged and cut by the
+   token budgets (gateway/context.py);
 5. for `answer` / `stream_answer`: LightRAG's rag_response prompt to the chat model.
 
 Answers are cached in memory (LRU) under every request field that shapes them plus the
@@ -66,6 +66,7 @@ from gateway.retrieval import (
     one_hop,
 )
 from gateway.types import (
+    HISTORY_ROLES,
     Answer,
     AnswerStream,
     CallAbandoned,
@@ -75,6 +76,7 @@ from gateway.types import (
     Keywords,
     Mode,
     QueryParams,
+    QueryPlan,
     RequestLimits,
     Retrieval,
     RetrievedEntity,
@@ -86,12 +88,10 @@ from gateway.types import (
 )
 
 MAX_TOP_K = 1000
-HISTORY_ROLES = ("user", "assistant")
 _FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known
 _FIRST_ENTITY_READ = 32  # entities read before the budget is known
 _SLOT_POLL_SECONDS = 0.05  # a call waiting for a retrieval slot checks its deadline this often
 _MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
-_MIX_GRAPH_WEIGHT = 0.3  # mix: the graph's chunk lanes beside the question's own searches
 _BRIDGE_WEIGHT = 0.7
 
 
@@ -149,6 +149,31 @@ def _embed_each(embedder: Embedder, texts: Sequence[tuple[str, Future[Sequence[f
             future.set_result(embedder.embed([text])[0])
         except BaseException as error:  # whatever it is, the waiting lane must not hang
             future.set_exception(error)
+
+
+@dataclass(frozen=True)
+class LaneTexts:
+    """What a plan's searches read, and so the texts a call embeds.
+
+    `question`: the question, or its keywords when it has none; every plan ranks chunks
+    against it. `entities`, `relations`: the entity and relation lanes' search texts, their
+    level's keywords, or the question when there are none of that level. `embedded`: the
+    texts the plan's lanes search with, once each, in the order the lanes use them.
+    """
+
+    question: str
+    entities: str
+    relations: str
+    embedded: tuple[str, ...]
+
+    @classmethod
+    def of(cls, plan: QueryPlan, question: str, keywords: Keywords) -> LaneTexts:
+        asked = question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
+        low = ", ".join(keywords.low_level) or asked
+        high = ", ".join(keywords.high_level) or asked
+        # Relations first, then entities, then the chunk searches.
+        used = ((plan.relation_lane, high), (plan.entity_lane, low), (True, asked))
+        return cls(asked, low, high, tuple(dict.fromkeys(text for runs, text in used if runs)))
 
 
 @dataclass(frozen=True)
@@ -298,8 +323,10 @@ def _has_context(retrieval: Retrieval) -> bool:
 
 def validate(params: QueryParams, limits: RequestLimits = DEFAULT_LIMITS) -> None:
     """Raise `InvalidQuery` naming the first field the engine cannot run with."""
-    if not isinstance(params.mode, Mode):
-        raise InvalidQuery("mode", f"must be one of {[m.value for m in Mode]}; got {params.mode!r}")
+    if not isinstance(params.mode, Mode):  # a caller in this process passed a name
+        raise InvalidQuery(
+            "mode", f"must be a Mode (parse_mode reads a name); got {shown(params.mode)}"
+        )
     keywords = [k for k in (*params.high_level_keywords, *params.low_level_keywords) if k.strip()]
     if not params.question.strip() and not keywords:
         raise InvalidQuery("question", "is empty; ask a question or pass high/low-level keywords")
@@ -504,34 +531,32 @@ class QueryEngine:
     ) -> Retrieval:
         call.check("embedding the question and keywords")
         scope = Scope(params.doc_ids, params.file_path_prefix)
-        mode = params.mode
-        question = params.question.strip() or ", ".join((*keywords.low_level, *keywords.high_level))
-        # A lane with no keywords of its level searches with the question itself.
-        low = (", ".join(keywords.low_level) or question) if mode.uses_entities else ""
-        high = (", ".join(keywords.high_level) or question) if mode.uses_relations else ""
-        # In the order the lanes use them: relations, entities, then the chunk searches.
-        texts = list(dict.fromkeys(text for text in (high, low, question) if text))
-        vectors = _QueryVectors(self.embedder, texts, self._embedding_pool)
+        plan = params.mode.plan
+        texts = LaneTexts.of(plan, params.question, keywords)
+        vectors = _QueryVectors(self.embedder, texts.embedded, self._embedding_pool)
         call.check("the graph searches")
 
         stores = self.stores
         top_k = params.top_k
+        question, low, high = texts.question, texts.entities, texts.relations
         # The relations' lexical search reads the whole question beside the themes: themes
         # alone ("writer") match relations at random, the names around them do not.
         wording = f"{high}, {question}" if high != question else high
         named = (
             named_in(stores, [params.question, *keywords.low_level])
-            if low or high
-            else NamedEntities()  # naive reads no graph
+            if plan.reads_graph
+            else NamedEntities()
         )
-        in_scope = self._graph_scope(scope, version) if low or high else GraphScope(scope)
+        in_scope = self._graph_scope(scope, version) if plan.reads_graph else GraphScope(scope)
         far = (
             find_relations(stores, wording, vectors[high], top_k, in_scope, version, named.keys)
-            if high
+            if plan.relation_lane
             else GraphLane()
         )
         near = (
-            find_entities(stores, named, low, vectors[low], top_k, in_scope, version) if low else []
+            find_entities(stores, named, low, vectors[low], top_k, in_scope, version)
+            if plan.entity_lane
+            else []
         )
         hop = one_hop(stores, [key for key, _ in near]) if near else OneHop()
         lines = ContextLines()
@@ -563,7 +588,7 @@ class QueryEngine:
         # local all_gold@10 0.69 with them, 0.90 without, on the dev set).
         searched = {relation.record.pair for relation in far.relations}
         found = [relation for relation in relations if relation.record.pair in searched]
-        ranked = self._rank_chunks(mode, search, entities, found, params.chunk_top_k)
+        ranked = self._rank_chunks(plan, search, entities, found, params.chunk_top_k)
         chunks = fetch_chunks(stores, ranked, scope)
         budget = chunk_budget(params, entities, relations, self.tokenizer, lines)
         chunks = cut_chunks(chunks, budget, self.tokenizer)
@@ -616,26 +641,26 @@ class QueryEngine:
 
     @staticmethod
     def _rank_chunks(
-        mode: Mode,
+        plan: QueryPlan,
         search: ChunkSearch,
         entities: list[RetrievedEntity],
         relations: list[RetrievedRelation],
         chunk_top_k: int,
     ) -> list[tuple[str, float]]:
-        """The chunk ids a mode returns, best first, with their scores.
+        """The chunk ids a plan returns, best first, with their scores.
 
-        naive: chunk vectors alone (cosine scores). The graph modes fuse, by rank, the
-        chunks their entities and relations cite (ranked by relevance to the question),
-        mix adds the question's own dense and lexical chunk searches, and every graph
-        mode adds the bridge lane from its best three chunks (see gateway/retrieval.py).
+        Without a graph lane: chunk vectors alone (cosine scores). With one: the chunks its
+        entities and relations cite (ranked by relevance to the question) fused by rank,
+        beside the question's own dense and lexical chunk searches when the plan runs them,
+        and the bridge lane from the best three chunks (see gateway/retrieval.py).
         """
         wide = max(2 * chunk_top_k, _MIN_LANE)
-        if not (mode.uses_entities or mode.uses_relations):  # naive
+        if not plan.reads_graph:
             return [(hit.key, hit.score) for hit in search.dense_hits(chunk_top_k)]
-        graph_weight = _MIX_GRAPH_WEIGHT if mode.uses_chunks else 1.0
+        graph_weight = plan.graph_chunk_weight
         lanes: list[Lane[str]] = []
         prefer: set[str] = set()
-        if mode.uses_chunks:  # mix
+        if plan.question_chunks:
             dense, lexical = hit_keys(search.dense_hits(wide)), hit_keys(search.lexical_hits(wide))
             lanes += [Lane(dense), Lane(lexical)]
             prefer = {*dense, *lexical}
@@ -661,7 +686,7 @@ class QueryEngine:
         )
         if given.high_level or given.low_level:
             return given
-        if params.mode is Mode.NAIVE:
+        if not params.mode.plan.extracts_keywords:
             return given
         found = self.keywords.extract(params.question)
         if not found.high_level and not found.low_level:

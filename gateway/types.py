@@ -17,7 +17,8 @@ from dataflow.core.contributions import EntityRecord, RelationRecord
 
 
 class Mode(enum.Enum):
-    """LightRAG's query modes; `MODE_LANES` says which retrieval lanes each one runs."""
+    """LightRAG's query modes, by the names every door takes (`parse_mode`); `plan` is what
+    each one runs (`PLANS`)."""
 
     LOCAL = "local"
     GLOBAL = "global"
@@ -26,55 +27,115 @@ class Mode(enum.Enum):
     MIX = "mix"
 
     @property
-    def uses_entities(self) -> bool:
-        """The local lane: entities found by the low-level keywords, and their relations."""
-        return MODE_LANES[self].entities
-
-    @property
-    def uses_relations(self) -> bool:
-        """The global lane: relations found by the high-level keywords, and their entities."""
-        return MODE_LANES[self].relations
-
-    @property
-    def uses_chunks(self) -> bool:
-        """The naive lane: chunks found by the question itself."""
-        return MODE_LANES[self].chunks
+    def plan(self) -> QueryPlan:
+        return PLANS[self]
 
 
 @dataclass(frozen=True)
-class Lanes:
-    """Which retrieval lanes (gateway/retrieval.py) a mode runs."""
+class QueryPlan:
+    """What a query mode retrieves: gateway/engine.py executes a plan, the lanes are in
+    gateway/retrieval.py.
 
-    entities: bool
-    relations: bool
-    chunks: bool
+    `entity_lane`: entities found by the low-level keywords (names first, then vectors),
+    and their one-hop relations. `relation_lane`: relations found by the high-level
+    keywords, and their endpoint entities. `question_chunks`: the question's own chunk
+    searches; alone they are the answer (its dense hits, best first), beside a graph lane
+    they are two more lanes (dense and lexical) of the chunk fusion.
+    `graph_chunk_weight`: the weight, in that fusion, of the lanes of chunks the graph
+    lanes' entities and relations cite (0 without a graph lane).
+    """
+
+    entity_lane: bool
+    relation_lane: bool
+    question_chunks: bool
+    graph_chunk_weight: float
+
+    def __post_init__(self) -> None:
+        if not (self.reads_graph or self.question_chunks):
+            raise ValueError(f"a query plan runs at least one lane; got {self}")
+        if (self.graph_chunk_weight > 0) != self.reads_graph:
+            raise ValueError(
+                f"graph_chunk_weight must be > 0 with a graph lane and 0 without one; got {self}"
+            )
+
+    @property
+    def reads_graph(self) -> bool:
+        """Whether an entity or relation lane runs (naive reads no graph)."""
+        return self.entity_lane or self.relation_lane
+
+    @property
+    def extracts_keywords(self) -> bool:
+        """Whether the question's keywords are extracted: they steer the graph lanes only,
+        so a plan without one asks no LLM for them."""
+        return self.reads_graph
 
 
-# The one table of what each mode retrieves: the engine, the wire and the CLI read it.
-MODE_LANES: Mapping[Mode, Lanes] = MappingProxyType(
+# The one table of what each mode runs: the engine reads it, every door parses into it.
+PLANS: Mapping[Mode, QueryPlan] = MappingProxyType(
     {
-        Mode.LOCAL: Lanes(entities=True, relations=False, chunks=False),
-        Mode.GLOBAL: Lanes(entities=False, relations=True, chunks=False),
-        Mode.HYBRID: Lanes(entities=True, relations=True, chunks=False),
-        Mode.NAIVE: Lanes(entities=False, relations=False, chunks=True),
-        Mode.MIX: Lanes(entities=True, relations=True, chunks=True),
+        Mode.LOCAL: QueryPlan(
+            entity_lane=True, relation_lane=False, question_chunks=False, graph_chunk_weight=1.0
+        ),
+        Mode.GLOBAL: QueryPlan(
+            entity_lane=False, relation_lane=True, question_chunks=False, graph_chunk_weight=1.0
+        ),
+        Mode.HYBRID: QueryPlan(
+            entity_lane=True, relation_lane=True, question_chunks=False, graph_chunk_weight=1.0
+        ),
+        Mode.NAIVE: QueryPlan(
+            entity_lane=False, relation_lane=False, question_chunks=True, graph_chunk_weight=0.0
+        ),
+        # The graph's chunk lanes weigh less beside the question's own searches.
+        Mode.MIX: QueryPlan(
+            entity_lane=True, relation_lane=True, question_chunks=True, graph_chunk_weight=0.3
+        ),
     }
 )
 MODE_NAMES: tuple[str, ...] = tuple(mode.value for mode in Mode)
+DEFAULT_MODE = Mode.MIX
+
+
+def _as_named(name: str) -> str:
+    return name
+
+
+def parse_mode(
+    value: object,
+    field: str = "mode",
+    spelling: Callable[[str], str] = _as_named,
+    default: Mode | None = DEFAULT_MODE,
+) -> Mode:
+    """The mode `value` names, in a door's spelling of `MODE_NAMES` (chat's models are
+    "kgstream-mix", the gRPC enum's values QUERY_MODE_MIX); None (unset) is `default`.
+
+    Every door parses its mode here, so each refuses one the table does not have with
+    the same message: `InvalidQuery` naming the field, the value and the names it takes.
+    """
+    if value is None and default is not None:
+        return default
+    for mode in Mode:
+        if value == spelling(mode.value):
+            return mode
+    names = ", ".join(spelling(name) for name in MODE_NAMES)
+    unset = f" (or leave it unset for {spelling(default.value)})" if default is not None else ""
+    raise InvalidQuery(field, f"must be one of {names}{unset}; got {shown(value)}")
+
+
+HISTORY_ROLES = ("user", "assistant")
 
 
 @dataclass(frozen=True)
 class Turn:
     """One message of conversation history."""
 
-    role: str  # "user" or "assistant"
+    role: str  # one of HISTORY_ROLES
     content: str
 
 
 @dataclass(frozen=True)
 class QueryParams:
     question: str
-    mode: Mode = Mode.MIX
+    mode: Mode = DEFAULT_MODE
     top_k: int = 40
     chunk_top_k: int = 20
     max_entity_tokens: int = 6000
@@ -216,12 +277,14 @@ trailing metadata, whose size clients cap (8 KiB by default): an echoed 1 MB nam
 turn the answer into RESOURCE_EXHAUSTED, and would fill logs besides."""
 
 
-def shown(value: str) -> str:
-    """`value` quoted for an error message: whole up to `SHOWN_CHARS`, else its start and
-    its length (`'Carla Diaz ...'... (1048576 characters)`)."""
-    if len(value) <= SHOWN_CHARS:
+def shown(value: object) -> str:
+    """`value` for an error message, quoted when it is text: whole up to `SHOWN_CHARS`,
+    else its start and its length (`'Carla Diaz ...'... (1048576 characters)`)."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= SHOWN_CHARS:
         return repr(value)
-    return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+    start = repr(text[:SHOWN_CHARS]) if isinstance(value, str) else text[:SHOWN_CHARS]
+    return f"{start}... ({len(text)} characters)"
 
 
 class InvalidQuery(ValueError):
@@ -230,6 +293,7 @@ class InvalidQuery(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.detail = message  # what is wrong with the field, without its name
 
 
 class IndexVersionTimeout(TimeoutError):

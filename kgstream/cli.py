@@ -17,7 +17,7 @@ from redis.exceptions import MovedError
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import moved_message
 from connectors.vectors.base import VectorSpaceMismatchError
-from gateway.types import MODE_NAMES, QueryParams
+from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, Mode, parse_mode
 from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
 from kgstream.commands.inspection import (
@@ -31,6 +31,14 @@ from kgstream.commands.inspection import (
 from kgstream.commands.retrying import command_retry_failed
 from kgstream.commands.serving import command_query, command_serve
 from kgstream.settings import Settings, SettingsError, load_settings
+
+
+def mode_argument(text: str) -> Mode:
+    """`--mode`, parsed and refused as every door of the gateway parses a mode."""
+    try:
+        return parse_mode(text)
+    except InvalidQuery as error:
+        raise argparse.ArgumentTypeError(error.detail) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = command("query", "ask a question (of a running gateway, or of the stores directly)")
     query.add_argument("question")
-    query.add_argument("--mode", choices=MODE_NAMES, default=QueryParams.mode.value)
+    query.add_argument(
+        "--mode", type=mode_argument, default=DEFAULT_MODE, metavar="{" + ",".join(MODE_NAMES) + "}"
+    )
     query.add_argument("--context-only", action="store_true", help="retrieve only, no answer")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--grpc", default=None, help="HOST:PORT of a running gateway")

@@ -15,9 +15,8 @@ from gateway.types import Mode
 from protos.kgstream.v1 import query_pb2 as pb
 
 
-def build_request(question: str, mode: str, top_k: int | None) -> pb.QueryRequest:
-    """`mode` is a `Mode` value ("local", ..., "mix")."""
-    request = pb.QueryRequest(question=question, mode=mode_to_proto(Mode(mode)))
+def build_request(question: str, mode: Mode, top_k: int | None) -> pb.QueryRequest:
+    request = pb.QueryRequest(question=question, mode=mode_to_proto(mode))
     if top_k is not None:
         request.top_k = top_k
     return request

@@ -3,8 +3,9 @@ streamed answers and index changes, the OpenAI-compatible chat endpoint and the 
 
 Each route turns the HTTP request into the gRPC request message (`gateway/http/messages.py`)
 and calls the very servicer method the gRPC server calls (`gateway/http/calls.py` says why),
-so the two transports cannot drift apart. `ROUTES` is the table the OpenAPI document is
-generated from (`gateway/http/openapi.py`); docs/http-api.md describes the API for users.
+so the two transports cannot drift apart. `HttpApi.routes()` is the table the OpenAPI
+document is generated from (`gateway/http/openapi.py`); docs/http-api.md describes the API
+for users.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.from_thread
 import grpc
@@ -35,14 +36,19 @@ from starlette.staticfiles import StaticFiles
 from connectors.redis.failures import failed_documents
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.documents import DocumentStatus
+from gateway.convert import mode_to_proto
 from gateway.http.auth import BearerTokenMiddleware
 from gateway.http.calls import HTTP_STATUS, CallFailed, HttpCall, error_body
 from gateway.http.messages import BadJson, from_json, to_json
 from gateway.http.openapi import openapi_document
+from gateway.http.routes import ApiRoute
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
+from gateway.types import Mode
 from protos.kgstream.v1 import ingest_pb2, query_pb2
+
+T = TypeVar("T")
 
 MAX_TIMEOUT_MS = 3_600_000
 EVENTS_POLL_SECONDS = 0.25  # how often /api/v1/events looks at the index version
@@ -60,21 +66,6 @@ class HttpOptions:
     auth_token: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024  # as the gRPC gateway's message limit
     cors_origins: tuple[str, ...] = ()  # none: CORS off (same-origin only)
-
-
-@dataclass(frozen=True)
-class ApiRoute:
-    """One route of the API, with what the OpenAPI document says of it."""
-
-    method: str
-    path: str
-    endpoint: Callable[..., Any]
-    summary: str
-    body: type[Message] | None = None  # the JSON body's message
-    query: type[Message] | None = None  # the query parameters' message (its scalar fields)
-    response: type[Message] | str | None = None  # a message, or a schema name in openapi.py
-    streams: bool = False  # text/event-stream
-    path_fields: tuple[str, ...] = field(default=())
 
 
 class VersionWatch:
@@ -126,29 +117,20 @@ class HttpApi:
     async def query_stream(self, request: Request) -> Response:
         message = await _body(request, query_pb2.QueryRequest)
         call = call_of(request)
-        events = self.knowledge_graph.QueryStream(message, call)
-        try:  # a request refused before the first event gets its status, not a 200
-            first = await run_in_threadpool(next, events)
+        try:
+            events = await started(self.knowledge_graph.QueryStream(message, call), call)
         except CallFailed as failure:
-            call.finish()
-            return JSONResponse(
-                error_body(failure.code, failure.message), status_code=failure.http_status
-            )
+            return _failed(failure)
 
         def stream() -> Iterator[str]:
             try:
-                for event in itertools.chain([first], events):
+                for event in events:
                     kind = event.WhichOneof("event") or ""
                     yield sse(kind, to_json(getattr(event, kind)))
             except CallFailed as failure:
                 yield sse("error", error_body(failure.code, failure.message))
 
-        return StreamingResponse(
-            stream(),
-            media_type="text/event-stream",
-            headers=_SSE_HEADERS,
-            background=BackgroundTask(call.finish),
-        )
+        return event_stream(stream(), call)
 
     # -- graph -----------------------------------------------------------------
 
@@ -161,7 +143,7 @@ class HttpApi:
         # first, then entity vectors (gateway/engine.py), without an LLM call.
         message = query_pb2.QueryRequest(
             question=text,
-            mode=query_pb2.QUERY_MODE_LOCAL,
+            mode=mode_to_proto(Mode.LOCAL),
             low_level_keywords=[text],
             high_level_keywords=[text],
             top_k=limit,
@@ -278,16 +260,15 @@ class HttpApi:
         return result if isinstance(result, Response) else JSONResponse(result)
 
     async def events(self, request: Request) -> Response:
+        read = self.versions.read
+
         async def stream() -> AsyncIterator[str]:
             last, pinged = None, time.monotonic()
             while not await request.is_disconnected():
-                try:
-                    state = await run_in_threadpool(self.versions.read)
+                try:  # a store outage is said, then waited out
+                    state = await run_in_threadpool(_with_statuses, HttpCall(None), read)
                 except CallFailed as failure:
                     yield sse("error", error_body(failure.code, failure.message))
-                    state = None
-                except Exception as error:  # a store outage: said, then waited out
-                    yield sse("error", error_body(grpc.StatusCode.UNAVAILABLE, str(error)))
                     state = None
                 if state is not None and state != last:
                     last = state
@@ -297,7 +278,7 @@ class HttpApi:
                     yield ": ping\n\n"
                 await asyncio.sleep(EVENTS_POLL_SECONDS)
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers=_SSE_HEADERS)
+        return event_stream(stream())
 
     async def health(self, request: Request) -> Response:
         serving = self.serving()
@@ -482,6 +463,30 @@ def sse(event: str, data: Mapping[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
+async def started(events: Iterator[T], call: HttpCall) -> Iterator[T]:
+    """`events` with the first one read now, so that a request refused before it raises
+    `CallFailed` here, while the response can still carry its status (not a 200 whose
+    stream holds the error); the call is finished then."""
+    try:
+        first = await run_in_threadpool(next, events)
+    except CallFailed:
+        call.finish()
+        raise
+    return itertools.chain([first], events)
+
+
+def event_stream(
+    lines: Iterator[str] | AsyncIterator[str], call: HttpCall | None = None
+) -> StreamingResponse:
+    """A response of server-sent events; `call` finishes when it ends, for any reason."""
+    return StreamingResponse(
+        lines,
+        media_type="text/event-stream",
+        headers=_SSE_HEADERS,
+        background=BackgroundTask(call.finish) if call is not None else None,
+    )
+
+
 async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {
@@ -498,6 +503,10 @@ async def _rejected(request: Request, exc: Exception) -> Response:
 
 def _error(code: grpc.StatusCode, message: str) -> Response:
     return JSONResponse(error_body(code, message), status_code=HTTP_STATUS.get(code, 500))
+
+
+def _failed(failure: CallFailed) -> Response:
+    return _error(failure.code, failure.message)
 
 
 def _bad_request(field_name: str, message: str) -> Response:
@@ -555,7 +564,7 @@ async def _body(request: Request, message_type: type[Message]) -> Any:
     try:
         return from_json(body, message_type)
     except BadJson as error:
-        raise _Rejected(_bad_request(error.field or "body", str(error))) from None
+        raise _Rejected(_bad_request(error.field or "body", error.detail)) from None
 
 
 async def _query(request: Request, message_type: type[Message]) -> Any:
@@ -564,7 +573,7 @@ async def _query(request: Request, message_type: type[Message]) -> Any:
     try:
         return from_json(params, message_type)
     except BadJson as error:
-        raise _Rejected(_bad_request(error.field or "query", str(error))) from None
+        raise _Rejected(_bad_request(error.field or "query", error.detail)) from None
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -591,9 +600,7 @@ async def _call(request: Request, method: Callable[[Any, Any], Any], message: Me
     try:
         return await run_in_threadpool(method, message, call)
     except CallFailed as failure:
-        return JSONResponse(
-            error_body(failure.code, failure.message), status_code=failure.http_status
-        )
+        return _failed(failure)
     finally:
         call.finish()
 
@@ -603,22 +610,21 @@ async def _unary(request: Request, method: Callable[[Any, Any], Any], message: M
     return result if isinstance(result, Response) else JSONResponse(to_json(result))
 
 
+def _with_statuses(call: HttpCall, work: Callable[[], T]) -> T:
+    """`work()`, with the stores' errors as the servicers' statuses (`CallFailed`)."""
+    with statuses(call):
+        try:
+            return work()
+        except TimeoutError as error:
+            call.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(error))
+
+
 async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
     """`work()` in a worker thread, with the stores' errors as the servicers' statuses."""
     call = call_of(request)
-
-    def guarded() -> Any:
-        with statuses(call):
-            try:
-                return work()
-            except TimeoutError as error:
-                call.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(error))
-
     try:
-        return await run_in_threadpool(guarded)
+        return await run_in_threadpool(_with_statuses, call, work)
     except CallFailed as failure:
-        return JSONResponse(
-            error_body(failure.code, failure.message), status_code=failure.http_status
-        )
+        return _failed(failure)
     finally:
         call.finish()

@@ -56,11 +56,15 @@ class CallFailed(Exception):
         return HTTP_STATUS.get(self.code, 500)
 
 
+def field_of(code: grpc.StatusCode, message: str) -> str:
+    """The field a bad request's message names first ("top_k: must be ..."), else ""."""
+    found = _FIELD_PREFIX.match(message) if code == grpc.StatusCode.INVALID_ARGUMENT else None
+    return found.group(1) if found else ""
+
+
 def error_body(code: grpc.StatusCode, message: str, field: str | None = None) -> dict[str, Any]:
     """The JSON of an error: the status name, the message and, for a bad request, the field."""
-    if field is None:
-        found = _FIELD_PREFIX.match(message) if code == grpc.StatusCode.INVALID_ARGUMENT else None
-        field = found.group(1) if found else ""
+    field = field_of(code, message) if field is None else field
     return {"error": {"code": code.name, "message": message, "field": field}}
 
 

@@ -15,7 +15,6 @@ raise their usual exceptions.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
@@ -23,27 +22,32 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import grpc
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
-from gateway.http.app import ApiRoute, call_of, read_body
-from gateway.http.calls import HTTP_STATUS, CallFailed
+from gateway.convert import mode_to_proto
+from gateway.http.app import call_of, event_stream, read_body, started
+from gateway.http.calls import CallFailed, field_of
 from gateway.http.messages import to_json
+from gateway.http.routes import ApiRoute
 from gateway.knowledge_graph import KnowledgeGraphService
+from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, parse_mode
 from protos.kgstream.v1 import query_pb2
 
 MODEL_PREFIX = "kgstream-"
-MODES = {
-    "mix": query_pb2.QUERY_MODE_MIX,
-    "hybrid": query_pb2.QUERY_MODE_HYBRID,
-    "local": query_pb2.QUERY_MODE_LOCAL,
-    "global": query_pb2.QUERY_MODE_GLOBAL,
-    "naive": query_pb2.QUERY_MODE_NAIVE,
-}
-MODELS = tuple(MODEL_PREFIX + mode for mode in MODES)
+
+
+def model_id(mode_name: str) -> str:
+    """The model that answers in a mode ("mix" -> "kgstream-mix")."""
+    return MODEL_PREFIX + mode_name
+
+
+# The default mode's model first: chat front ends preselect the first model listed.
+MODELS = tuple(
+    model_id(name)
+    for name in (DEFAULT_MODE.value, *(name for name in MODE_NAMES if name != DEFAULT_MODE.value))
+)
 _REFERENCES_HEADING = re.compile(r"^\W*references\b", re.IGNORECASE | re.MULTILINE)
 
 
@@ -97,23 +101,16 @@ class ChatCompletions:
         except ValueError as error:
             return ChatError(400, f"the body is not JSON: {error}", None, "invalid_json").response()
         try:
-            model, message, stream, include_usage = _parse(body)
+            model, message, stream, include_usage = parse_chat_request(body)
         except ChatError as error:
             return error.response()
         call = call_of(request)
         if stream:
-            events = self._knowledge_graph.QueryStream(message, call)
-            try:  # a request refused before the first event gets its status, not a 200
-                first = await run_in_threadpool(next, events)
+            try:
+                events = await started(self._knowledge_graph.QueryStream(message, call), call)
             except CallFailed as failure:
-                call.finish()
                 return _failure(failure).response()
-            return StreamingResponse(
-                self._chunks(model, itertools.chain([first], events), include_usage),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-                background=BackgroundTask(call.finish),
-            )
+            return event_stream(self._chunks(model, events, include_usage), call)
         try:
             reply = await run_in_threadpool(self._knowledge_graph.Query, message, call)
         except CallFailed as failure:
@@ -204,22 +201,18 @@ def with_references(answer: str, references: Any) -> str:
     return f"{answer.rstrip()}\n\nReferences:\n{listed}"
 
 
-def _parse(body: Any) -> tuple[str, query_pb2.QueryRequest, bool, bool]:
+def parse_chat_request(body: Any) -> tuple[str, query_pb2.QueryRequest, bool, bool]:
+    """A chat completion request as (model, the QueryRequest, stream, include_usage);
+    `ChatError` in OpenAI's terms for one the endpoint refuses."""
     if not isinstance(body, dict):
         raise ChatError(400, "the body must be a JSON object", None, "invalid_request")
     model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise ChatError(
-            400, "model: required; one of " + ", ".join(MODELS), "model", "invalid_model"
-        )
-    mode = MODES.get(model.removeprefix(MODEL_PREFIX)) if model.startswith(MODEL_PREFIX) else None
-    if mode is None:
-        raise ChatError(
-            404,
-            f"model {model!r} does not exist; the models are " + ", ".join(MODELS),
-            "model",
-            "model_not_found",
-        )
+    try:
+        mode = parse_mode(model, "model", spelling=model_id, default=None)
+    except InvalidQuery as error:
+        if isinstance(model, str) and model:  # OpenAI's answer for a model it does not have
+            raise ChatError(404, str(error), "model", "model_not_found") from None
+        raise ChatError(400, str(error), "model", "invalid_model") from None
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ChatError(400, "messages: must be a non-empty list", "messages", "invalid_messages")
@@ -258,9 +251,9 @@ def _parse(body: Any) -> tuple[str, query_pb2.QueryRequest, bool, bool]:
         if role in ("user", "assistant")
     ]
     message = query_pb2.QueryRequest(
-        question=turns[-1][1], mode=mode, history=history, user_prompt=instructions
+        question=turns[-1][1], mode=mode_to_proto(mode), history=history, user_prompt=instructions
     )
-    return model, message, stream, include_usage
+    return model_id(mode.value), message, stream, include_usage
 
 
 def _text_of(content: Any, index: int) -> str:
@@ -292,10 +285,5 @@ def _usage(usage: query_pb2.Usage) -> dict[str, int]:
 
 
 def _failure(failure: CallFailed) -> ChatError:
-    status = HTTP_STATUS.get(failure.code, 500)
-    param = (
-        failure.message.partition(":")[0]
-        if failure.code == grpc.StatusCode.INVALID_ARGUMENT
-        else None
-    )
-    return ChatError(status, failure.message, param, failure.code.name.lower())
+    param = field_of(failure.code, failure.message) or None
+    return ChatError(failure.http_status, failure.message, param, failure.code.name.lower())

@@ -7,7 +7,9 @@ files), every field present (an empty list or a 0 score is shown, not left out),
 stay far below 2**53). Enums are their names ("QUERY_MODE_MIX").
 
 Requests are parsed by `json_format.ParseDict`, which names the field it cannot take;
-enums also accept the short lower-case forms a person types ("mix", "failed").
+enums also accept the short lower-case forms a person types ("failed"). The query mode is
+parsed as every door parses it (`gateway/convert.py` `mode_from_json`): by the modes'
+names ("mix"), or the enum's names and numbers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+from gateway.convert import mode_from_json
+from gateway.types import MODE_NAMES, InvalidQuery
+from protos.kgstream.v1 import query_pb2
 
 M = TypeVar("M", bound=Message)
 
@@ -35,6 +41,7 @@ _INT64_TYPES = frozenset(
 # 'Message type "kgstream.v1.QueryRequest" has no field named "topk"'.
 _FIELD_PATH = re.compile(r"Failed to parse (\w+) field")
 _UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)"')
+_QUERY_MODE = query_pb2.QueryMode.DESCRIPTOR.full_name
 
 
 class BadJson(ValueError):
@@ -43,6 +50,7 @@ class BadJson(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
+        self.detail = message  # what is wrong, without the field's name
 
 
 def to_json(message: Message) -> dict[str, Any]:
@@ -82,6 +90,8 @@ def from_json(body: Any, message_type: type[M]) -> M:
         json_format.ParseDict(
             _with_enum_names(body, message_type.DESCRIPTOR), message, ignore_unknown_fields=False
         )
+    except InvalidQuery as error:
+        raise BadJson(error.field, error.detail) from None
     except json_format.ParseError as error:
         text = str(error)
         path = _FIELD_PATH.findall(text)
@@ -91,33 +101,50 @@ def from_json(body: Any, message_type: type[M]) -> M:
     return message
 
 
-def _with_enum_names(body: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
-    """`body` with short enum forms ("mix") replaced by the enum's names (QUERY_MODE_MIX),
-    in nested messages too."""
+def _with_enum_names(
+    body: dict[str, Any], descriptor: Descriptor, path: str = ""
+) -> dict[str, Any]:
+    """`body` with short enum forms ("failed") replaced by the enum's names
+    (DOCUMENT_STATUS_FAILED) and the query mode parsed, in nested messages too;
+    `InvalidQuery` names the field (`path`: where `body` is) of a mode that is none."""
     fixed = dict(body)
     for name, value in body.items():
         field = descriptor.fields_by_name.get(name)
         if field is None:
             continue
-        if field.type == FieldDescriptor.TYPE_ENUM:
+        if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type.full_name == _QUERY_MODE:
+            try:
+                fixed[name] = mode_from_json(value)
+            except InvalidQuery as error:
+                raise InvalidQuery(path + name, error.detail) from None
+        elif field.type == FieldDescriptor.TYPE_ENUM:
             fixed[name] = (
                 [enum_name(field.enum_type, item) for item in value]
                 if isinstance(value, list)
                 else enum_name(field.enum_type, value)
             )
         elif field.type == FieldDescriptor.TYPE_MESSAGE and isinstance(value, dict):
-            fixed[name] = _with_enum_names(value, field.message_type)
+            fixed[name] = _with_enum_names(value, field.message_type, f"{path}{name}.")
         elif field.type == FieldDescriptor.TYPE_MESSAGE and isinstance(value, list):
             fixed[name] = [
-                _with_enum_names(item, field.message_type) if isinstance(item, dict) else item
+                _with_enum_names(item, field.message_type, f"{path}{name}.")
+                if isinstance(item, dict)
+                else item
                 for item in value
             ]
     return fixed
 
 
+def enum_names(enum: EnumDescriptor) -> list[str]:
+    """The names a request may give `enum`'s values by (the OpenAPI document lists them):
+    the query mode's are the modes' own names before the enum's."""
+    own = list(MODE_NAMES) if enum.full_name == _QUERY_MODE else []
+    return [*own, *(value.name for value in enum.values)]
+
+
 def enum_name(enum: EnumDescriptor, value: Any) -> Any:
-    """The enum value's name for a short form ("mix" -> "QUERY_MODE_MIX"); anything else
-    (a full name, a number, garbage for ParseDict to refuse) is returned as it is."""
+    """The enum value's name for a short form ("failed" -> "DOCUMENT_STATUS_FAILED");
+    anything else (a full name, a number, garbage for ParseDict to refuse) as it is."""
     if not isinstance(value, str) or value in enum.values_by_name:
         return value
     for named in enum.values:

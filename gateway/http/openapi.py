@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the code: the route table
-(`gateway/http/app.py` `ApiRoute`s) and the protobuf descriptors with their comments (the
+(`gateway/http/routes.py` `ApiRoute`s) and the protobuf descriptors with their comments (the
 .proto files are the API's one definition; `descriptors.binpb` keeps their comments).
 
 Message schemas follow `gateway/http/messages.py`'s JSON: proto field names, every field,
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-if TYPE_CHECKING:
-    from gateway.http.app import ApiRoute
+from gateway.http.messages import enum_names
+from gateway.http.routes import ApiRoute
 
 _SCALARS: dict[int, dict[str, Any]] = {
     FieldDescriptor.TYPE_DOUBLE: {"type": "number", "format": "double"},
@@ -62,7 +62,7 @@ EXTRA_SCHEMAS: dict[str, dict[str, Any]] = {
     "Version": {
         "type": "object",
         "properties": {
-            "index_version": {"type": "integer", "format": "int64"},
+            "index_version": _INDEX_VERSION,
             "changed_at_ms": {
                 "type": "integer",
                 "format": "int64",
@@ -240,7 +240,7 @@ def _field_schema(field: FieldDescriptor) -> dict[str, Any]:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         item: dict[str, Any] = {"$ref": f"#/components/schemas/{field.message_type.full_name}"}
     elif field.type == FieldDescriptor.TYPE_ENUM:
-        item = {"type": "string", "enum": [value.name for value in field.enum_type.values]}
+        item = {"type": "string", "enum": enum_names(field.enum_type)}
     else:
         item = dict(_SCALARS[field.type])
     if field.is_repeated:

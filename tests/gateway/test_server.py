@@ -254,8 +254,8 @@ def test_unknown_enum_values_are_answered_with_the_enum_names_clients_send(
     bad_mode = pb.QueryRequest(question=QUESTION, mode=42)  # type: ignore[arg-type]
     _, details = status_of(lambda: stub.Retrieve(bad_mode, timeout=10))
     assert details == (
-        "mode: unknown QueryMode value 42; use one of QUERY_MODE_LOCAL, QUERY_MODE_GLOBAL, "
-        "QUERY_MODE_HYBRID, QUERY_MODE_NAIVE, QUERY_MODE_MIX (or leave unset for QUERY_MODE_MIX)"
+        "mode: must be one of QUERY_MODE_LOCAL, QUERY_MODE_GLOBAL, QUERY_MODE_HYBRID, "
+        "QUERY_MODE_NAIVE, QUERY_MODE_MIX (or leave it unset for QUERY_MODE_MIX); got 42"
     )
     bad_status = pb.ListDocumentsRequest(status=9)  # type: ignore[arg-type]
     _, details = status_of(lambda: stub.ListDocuments(bad_status, timeout=10))
