@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
-from connectors.vectors.base import JsonValue, VectorKind
+from connectors.vectors.port import JsonValue, VectorKind
 from dataflow.core.index import IndexSnapshot
 
 

@@ -21,8 +21,8 @@ import redis
 
 from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
-from connectors.vectors.base import VectorKind, VectorPoint, VectorStore
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorKind, VectorPoint, VectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from connectors.writes import store_write

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connectors.redis.graph_store import GraphBatch
-from connectors.vectors.base import VectorKind, VectorPoint
+from connectors.vectors.port import VectorKind, VectorPoint
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord

@@ -16,7 +16,7 @@ from redis.exceptions import MovedError
 
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import moved_message
-from connectors.vectors.base import VectorSpaceMismatchError
+from connectors.vectors.port import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run

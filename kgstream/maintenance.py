@@ -24,8 +24,8 @@ from typing import TypeVar
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
-from connectors.vectors.base import VectorPoint, VectorStore
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorPoint, VectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
 from dataflow.core.contributions import RelationPair
 from dataflow.core.messages import NO_MENTIONS, ChunkMentions

@@ -189,7 +189,7 @@ def test_commands_on_a_missing_index_say_what_to_do(tmp_path, capsys):
 
 def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monkeypatch, capsys):
     from connectors.stores import StoreLocations, open_stores
-    from connectors.vectors.base import VectorKind, VectorSpaceMismatchError
+    from connectors.vectors.port import VectorKind, VectorSpaceMismatchError
 
     folder, data = tmp_path / "docs", tmp_path / "data"
     write(folder, DOCS)
