@@ -1,4 +1,5 @@
-"""The stores as one unit: the Redis graph store and the vector store, embedded or remote.
+"""The stores as one unit: the graph records, the control plane beside them and the vector
+store, embedded or remote.
 
 `open_stores` gives the embedded default when no URLs are set: a real
 redis-server started on a private socket under the data directory, and Qdrant
@@ -21,6 +22,8 @@ import redis
 
 from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
+from connectors.redis.index_control import RedisIndexControl
+from connectors.redis.ports import GraphRecords, IndexControl
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.port import VectorKind, VectorPoint, VectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
@@ -76,12 +79,14 @@ def _digest(point: VectorPoint) -> bytes:
 
 
 class Stores:
-    """The graph store and the vector store, written together in `write`."""
+    """The graph records and the vector store, written together in `write`, and the control
+    plane on the graph store's Redis client."""
 
     def __init__(
         self, graph: GraphStore, vectors: VectorStore, embedded_redis: EmbeddedRedis | None = None
     ) -> None:
-        self.graph = graph
+        self.graph: GraphRecords = graph
+        self.control: IndexControl = RedisIndexControl(graph.client, graph.workspace)
         self.vectors = vectors
         self._embedded_redis = embedded_redis
         self._written = WrittenPoints()

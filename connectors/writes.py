@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from connectors.redis.graph_store import GraphBatch
+from connectors.redis.ports import GraphBatch
 from connectors.vectors.port import VectorKind, VectorPoint
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import CommitBatch

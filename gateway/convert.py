@@ -6,7 +6,7 @@ the proto comments, the engine and this module cannot drift apart on them.
 
 from __future__ import annotations
 
-from connectors.redis.graph_store import StoredDocument
+from connectors.redis.ports import StoredDocument
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from gateway.types import (

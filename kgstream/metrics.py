@@ -35,7 +35,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords, IndexControl
 from dataflow.core.documents import FAILURE_KINDS, DocumentStatus
 
 _LOGGER = logging.getLogger(__name__)
@@ -182,10 +182,12 @@ class Metrics:
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
 
-    def watch_index(self, graph: GraphStore, topic: str | None = None) -> None:
-        """Export the index state of `graph` (read at each scrape); `topic` labels the
-        consumer lag (the Kafka topic the indexer reads)."""
-        self.registry.register(IndexStateCollector(graph, topic or ""))
+    def watch_index(
+        self, graph: GraphRecords, control: IndexControl, topic: str | None = None
+    ) -> None:
+        """Export the index state of `graph` and `control` (read at each scrape); `topic`
+        labels the consumer lag (the Kafka topic the indexer reads)."""
+        self.registry.register(IndexStateCollector(graph, control, topic or ""))
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format (what GET /metrics returns)."""
@@ -196,8 +198,8 @@ class IndexStateCollector(Collector):
     """`index_version`, `documents_by_status` and `consumer_lag`, read from Redis when
     scraped; while Redis cannot be reached they are left out (the scrape still answers)."""
 
-    def __init__(self, graph: GraphStore, topic: str) -> None:
-        self._graph, self._topic = graph, topic
+    def __init__(self, graph: GraphRecords, control: IndexControl, topic: str) -> None:
+        self._graph, self._control, self._topic = graph, control, topic
 
     def describe(self) -> Iterator[Metric]:
         return self._families({}, 0, {})
@@ -206,7 +208,7 @@ class IndexStateCollector(Collector):
         try:
             version = self._graph.version()
             counts = self._graph.status_counts()
-            lag = self._graph.consumer_lag()
+            lag = self._control.consumer_lag()
         except Exception as error:  # a Redis outage: health and logs report it
             _LOGGER.debug("index state not exported: %s", error)
             return iter(())

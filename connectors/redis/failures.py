@@ -1,18 +1,18 @@
 """The FAILED documents of a workspace, split by whether a retry can help.
 
 `kgstream retry-failed` and the HTTP API's retry route ask the indexer to retry the first
-kind (`GraphStore.request_retry`); the second kind needs new content.
+kind (`IndexControl.request_retry`); the second kind needs new content.
 """
 
 from __future__ import annotations
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords
 from dataflow.core.documents import DocumentStatus, failure_kind
 
 _PAGE = 1000
 
 
-def failed_documents(graph: GraphStore) -> tuple[list[str], list[tuple[str, str]]]:
+def failed_documents(graph: GraphRecords) -> tuple[list[str], list[tuple[str, str]]]:
     """The FAILED documents: the ids a retry can fix (their extraction failed), and the
     others with their reasons (bad encoding, binary, empty, too large, a bad doc id)."""
     retried: list[str] = []

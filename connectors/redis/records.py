@@ -1,4 +1,4 @@
-"""Graph records as Redis hashes, and the batch of them one sink step writes.
+"""Graph records as Redis hashes, and the checks a batch of them passes before it is written.
 
 List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
 arrays, except a long citation list, which is in a sorted set of its own with the field
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from redis.typing import EncodableT, FieldT
 
-from connectors.redis.keys import Pair
+from connectors.redis.ports import GraphBatch, StoredDocument
 from connectors.redis.written_lists import SIDE_MARKER
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationRecord
@@ -27,52 +26,6 @@ HashFields = dict[FieldT, EncodableT]
 
 ReadFields = Mapping[str, Any]
 """A record's hash as read (str values), its sorted-set lists read in as tuples (GraphStore)."""
-
-
-@dataclass(frozen=True)
-class GraphBatch:
-    """Everything one sink step writes, applied by `GraphStore.apply` (atomically on one
-    Redis node; on a cluster in the phases of `connectors/redis/slot_writes.py`).
-
-    A key may appear in the upserts or the deletes of its kind, not both.
-    """
-
-    entity_upserts: tuple[EntityRecord, ...] = ()
-    entity_deletes: tuple[str, ...] = ()
-    relation_upserts: tuple[RelationRecord, ...] = ()
-    relation_deletes: tuple[Pair, ...] = ()
-    chunk_upserts: tuple[Chunk, ...] = ()
-    chunk_deletes: tuple[str, ...] = ()
-    document_upserts: tuple[DocumentRecord, ...] = ()
-    document_deletes: tuple[str, ...] = ()
-    # Documents whose records the batch changes without writing their status: those stored
-    # as PROCESSED become PROCESSING before any record changes (their own commit, a later
-    # batch, turns them back). Only the status moves; the rest of the record stays.
-    withdrawn_documents: tuple[str, ...] = ()
-
-    def is_empty(self) -> bool:
-        return not any(
-            (
-                self.entity_upserts,
-                self.entity_deletes,
-                self.relation_upserts,
-                self.relation_deletes,
-                self.chunk_upserts,
-                self.chunk_deletes,
-                self.document_upserts,
-                self.document_deletes,
-                self.withdrawn_documents,
-            )
-        )
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """A document's status record plus the times the store keeps for it."""
-
-    record: DocumentRecord
-    created_at: float
-    updated_at: float
 
 
 def dump_list(values: Sequence[str]) -> str:

@@ -41,8 +41,8 @@ from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
 from connectors.redis.keys import KeyLayout
+from connectors.redis.ports import GraphBatch
 from connectors.redis.records import (
-    GraphBatch,
     HashFields,
     chunk_fields,
     document_fields,

@@ -11,7 +11,8 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 from redis.cluster import RedisCluster
 
 from connectors.errors import OutageWait, StoppedDuringOutage, StoreUnavailable, store_outages
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphBatch
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, open_stores
 from connectors.vectors.qdrant import QdrantClientVectorStore

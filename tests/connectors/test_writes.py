@@ -2,7 +2,7 @@
 
 from dataclasses import fields
 
-from connectors.redis.graph_store import GraphBatch
+from connectors.redis.ports import GraphBatch
 from connectors.writes import store_write
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import CommitBatch

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from connectors.errors import StoreUnavailable
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphBatch
 from connectors.stores import Stores
 from connectors.vectors.port import VectorKind
 from dataflow.core.naming import relation_id

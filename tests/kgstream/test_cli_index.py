@@ -282,7 +282,7 @@ def stored_dictionary(data: Path) -> bytes | None:
     from connectors.stores import StoreLocations, open_stores
 
     with open_stores(StoreLocations(data), "test-embedding-model-384", 384) as stores:
-        return stores.graph.snapshot_dictionary()
+        return stores.control.snapshot_dictionary()
 
 
 def test_the_first_run_with_enough_small_snapshots_packs_them_with_a_dictionary_kept_for_good(

@@ -5,7 +5,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.index_control import RedisIndexControl
+from connectors.redis.ports import GraphBatch
 from dataflow.core.documents import (
     FAILURE_KINDS,
     DocumentFailure,
@@ -117,9 +119,10 @@ def test_the_index_state_is_read_from_redis_at_every_scrape(redis_server):
                 )
             )
         )
-        graph.set_consumer_lag({0: 4, 2: 9})
+        control = RedisIndexControl(graph.client, graph.workspace)
+        control.set_consumer_lag({0: 4, 2: 9})
         metrics = Metrics()  # as after a restart: nothing was counted in this process
-        metrics.watch_index(graph, "docs")
+        metrics.watch_index(graph, control, "docs")
         text = metrics.exposition().decode()
         assert sample(text, "kgstream_index_version") == graph.version() == 1
         assert sample(text, "kgstream_documents_by_status", 'status="PROCESSED"') == 1

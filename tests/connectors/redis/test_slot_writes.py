@@ -12,7 +12,8 @@ from typing import TypeVar
 import pytest
 from redis.cluster import RedisCluster
 
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphBatch
 from connectors.redis.slot_writes import SlotWrites, plan_phases, read_state, run_phase
 from connectors.redis.written_lists import SIDE
 from dataflow.core.chunking import Chunk
