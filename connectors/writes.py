@@ -8,12 +8,11 @@ them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from connectors.redis.ports import GraphBatch
 from connectors.vectors.port import VectorKind, VectorPoint
 from dataflow.core.chunking import Chunk
-from dataflow.core.commit import CommitBatch
+from dataflow.core.commit import CommitBatch, GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.messages import ChunkMentions, Vector
 from dataflow.core.naming import relation_id
@@ -39,14 +38,7 @@ def store_write(batch: CommitBatch) -> StoreWrite:
         *((VectorKind.RELATION, relation_id(pair)) for pair in batch.relation_vector_deletes),
         *((VectorKind.CHUNK, chunk_id) for chunk_id in batch.chunk_vector_deletes),
     )
-    return StoreWrite(graph_batch(batch), upserts, deletes)
-
-
-def graph_batch(batch: CommitBatch) -> GraphBatch:
-    """The batch's graph writes: each field of `GraphBatch` is the commit batch's field of
-    the same name, so a field added to both is carried without a line here (and one added
-    to the commit batch alone fails tests/connectors/test_writes.py until it is written)."""
-    return GraphBatch(**{f.name: getattr(batch, f.name) for f in fields(GraphBatch)})
+    return StoreWrite(batch, upserts, deletes)  # a commit batch is its graph batch, extended
 
 
 # Entity and relation points carry no citation lists (chunk ids, doc ids, paths): a hub's

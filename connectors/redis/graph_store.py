@@ -40,7 +40,7 @@ from redis.cluster import RedisCluster
 
 from connectors.redis.clients import RedisClient, connect
 from connectors.redis.keys import KeyLayout, Pair
-from connectors.redis.ports import GraphBatch, StoredDocument
+from connectors.redis.ports import StoredDocument
 from connectors.redis.records import (
     ReadFields,
     aliases_from,
@@ -70,6 +70,7 @@ from connectors.redis.written_lists import (
     WrittenLists,
 )
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair

@@ -1,5 +1,6 @@
 """The graph store's two ports: the records (`GraphRecords`) and the control plane
-(`IndexControl`), with the data they take and give.
+(`IndexControl`), with the data they give (the batch `GraphRecords.apply` takes is the core's
+`dataflow.core.commit.GraphBatch`, which a commit batch extends).
 
 The records are the index itself: entities, relations, chunks and document statuses,
 written a batch at a time together with the index version that makes each batch visible,
@@ -20,45 +21,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
-
-
-@dataclass(frozen=True)
-class GraphBatch:
-    """Everything one sink step writes, applied by `GraphRecords.apply` (atomically on one
-    Redis node; on a cluster in the phases of `connectors/redis/slot_writes.py`).
-
-    A key may appear in the upserts or the deletes of its kind, not both.
-    """
-
-    entity_upserts: tuple[EntityRecord, ...] = ()
-    entity_deletes: tuple[str, ...] = ()
-    relation_upserts: tuple[RelationRecord, ...] = ()
-    relation_deletes: tuple[RelationPair, ...] = ()
-    chunk_upserts: tuple[Chunk, ...] = ()
-    chunk_deletes: tuple[str, ...] = ()
-    document_upserts: tuple[DocumentRecord, ...] = ()
-    document_deletes: tuple[str, ...] = ()
-    # Documents whose records the batch changes without writing their status: those stored
-    # as PROCESSED become PROCESSING before any record changes (their own commit, a later
-    # batch, turns them back). Only the status moves; the rest of the record stays.
-    withdrawn_documents: tuple[str, ...] = ()
-
-    def is_empty(self) -> bool:
-        return not any(
-            (
-                self.entity_upserts,
-                self.entity_deletes,
-                self.relation_upserts,
-                self.relation_deletes,
-                self.chunk_upserts,
-                self.chunk_deletes,
-                self.document_upserts,
-                self.document_deletes,
-                self.withdrawn_documents,
-            )
-        )
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from typing import Any
 
 from redis.typing import EncodableT, FieldT
 
-from connectors.redis.ports import GraphBatch, StoredDocument
+from connectors.redis.ports import StoredDocument
 from connectors.redis.written_lists import SIDE_MARKER
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus
 from dataflow.core.naming import relation_pair

@@ -7,7 +7,7 @@ import pytest
 
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.index_control import RedisIndexControl
-from connectors.redis.ports import GraphBatch
+from dataflow.core.commit import GraphBatch
 from dataflow.core.documents import (
     FAILURE_KINDS,
     DocumentFailure,

@@ -8,7 +8,7 @@ import pytest
 
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.index_control import RedisIndexControl
-from connectors.redis.ports import GraphBatch
+from dataflow.core.commit import GraphBatch
 from dataflow.core.documents import DocumentRecord, DocumentStatus
 from gateway.convert import document_to_proto
 from kgstream.commands.inspection import print_status, status_data

@@ -33,10 +33,11 @@ from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
 from connectors.redis.graph_store import GraphStore
-from connectors.redis.ports import GraphBatch, StoredDocument
+from connectors.redis.ports import StoredDocument
 from connectors.redis.written_lists import SIDE, SIDE_MARKER, SideWrite, WrittenLists
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, ListChanges, RelationRecord, Renderer
 from dataflow.core.documents import (
     DocumentChange,
