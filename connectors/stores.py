@@ -20,6 +20,7 @@ from types import TracebackType
 
 import redis
 
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.index_control import RedisIndexControl
@@ -135,7 +136,22 @@ class Stores:
 
 def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRedis | None]:
     """The graph store; for the embedded default, attach to a running kgstream's redis
-    (so `kgstream status` works beside `kgstream run`) or start one, returned to stop."""
+    (so `kgstream status` works beside `kgstream run`) or start one, returned to stop.
+    Raises `GraphFormatError` when the workspace holds records of another layout."""
+    graph, embedded = _open_graph_store(locations)
+    try:
+        with store_outages(locations.workspace):
+            graph.check_format()
+    except StoreUnavailable:
+        pass  # a server that is away: the first write checks (`GraphStore.apply`)
+    except BaseException:
+        if embedded is not None:
+            embedded.stop()
+        raise
+    return graph, embedded
+
+
+def _open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRedis | None]:
     if locations.redis_url:
         return GraphStore.from_url(locations.redis_url, locations.workspace), None
     embedded = EmbeddedRedis(locations.data_dir / "redis")

@@ -16,6 +16,7 @@ from redis.exceptions import MovedError
 
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import moved_message
+from connectors.redis.ports import GraphFormatError
 from connectors.vectors.port import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
 from kgstream.commands.common import RunCannotGoOn, UserError
@@ -187,6 +188,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VectorSpaceMismatchError as error:
         print(f"kgstream: {error}", file=sys.stderr)
         print("hint: kgstream rebuild-vectors --data DIR (re-embeds from Redis)", file=sys.stderr)
+        return 2
+    except GraphFormatError as error:
+        print(f"kgstream: {error}", file=sys.stderr)
+        print(
+            "hint: kgstream index DIR --data NEW (or kgstream replay --data NEW)", file=sys.stderr
+        )
         return 2
     except RunCannotGoOn:
         return 1  # its line is printed, and stderr is closed by now

@@ -36,12 +36,13 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from connectors.redis.ports import GraphRecords, IndexControl
-from dataflow.core.documents import FAILURE_KINDS, DocumentStatus
+from dataflow.core.documents import DocumentStatus, FailureKind
 
 _LOGGER = logging.getLogger(__name__)
 
 NAMESPACE = "kgstream"
 LLM_CALL_KINDS = ("extract", "summary", "answer", "keywords")
+FAILURE_KINDS = tuple(kind.value for kind in FailureKind)  # `failures_total`'s labels
 # Event time to visible in query results: the goal is under a second, LLM time aside.
 FRESHNESS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
 QUERY_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -176,8 +177,8 @@ class Metrics:
         )
         for kind in LLM_CALL_KINDS:
             self.llm_calls.labels(kind=kind)
-        for kind in FAILURE_KINDS:
-            self.failures.labels(reason_kind=kind)
+        for reason_kind in FAILURE_KINDS:
+            self.failures.labels(reason_kind=reason_kind)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)

@@ -10,7 +10,6 @@ from typing import Any
 
 from connectors.redis.ports import IndexControl
 from dataflow.core.commit import CommitBatch
-from dataflow.core.documents import DocumentStatus, failure_kind
 from dataflow.core.messages import SourceEvent
 from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval
 from kgstream.metrics import Metrics
@@ -39,9 +38,9 @@ class IndexerMetrics:
         for document in batch.completed:
             if document.event_time:
                 self.metrics.freshness_seconds.observe(max(0.0, now - document.event_time))
-            record = document.record
-            if record is not None and record.status is DocumentStatus.FAILED:
-                self.metrics.failures.labels(reason_kind=failure_kind(record.reason)).inc()
+            kind = document.record.failure_kind if document.record is not None else None
+            if kind is not None:  # FAILED
+                self.metrics.failures.labels(reason_kind=kind.value).inc()
 
     def wrote(self, worker: int, batch: CommitBatch, seconds: float) -> None:
         label = str(worker)

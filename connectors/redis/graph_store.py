@@ -20,8 +20,11 @@ Adjacency needs no read, since a relation upsert or delete says which edge to ad
 an entity upsert only says its new aliases, so the entity's stored aliases are read (on
 one node by a script inside the transaction; on a cluster before the batch's phases), the
 entity is removed from the alias sets it no longer has and added to the rest (a delete is
-an upsert to no aliases). An entity hash written before aliases existed has no `aliases`
-field and counts as none.
+an upsert to no aliases).
+
+The records' layout is stamped in the workspace (`GRAPH_FORMAT`): a workspace whose records
+carry another stamp, or none, is refused with the commands that rebuild it
+(`GraphStore.check_format`), never read with defaults for what its records lack.
 
 Scripts touch the keys of one slot per call on a cluster: there the neighbour and alias
 scripts (which compute key names of other slots) are replaced by pipelined reads and by
@@ -40,7 +43,7 @@ from redis.cluster import RedisCluster
 
 from connectors.redis.clients import RedisClient, connect
 from connectors.redis.keys import KeyLayout, Pair
-from connectors.redis.ports import StoredDocument
+from connectors.redis.ports import GraphFormatError, StoredDocument
 from connectors.redis.records import (
     ReadFields,
     aliases_from,
@@ -74,6 +77,10 @@ from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
+
+GRAPH_FORMAT = "kgstream-graph/2"
+"""The layout of the records this kgstream writes and reads (hashes as records.py makes them,
+a FAILED document's record naming its failure kind), kept in the workspace's `format` key."""
 
 _SCAN_BATCH = 500
 _SIDE_BATCH = 1_000  # members a ZADD sends at once
@@ -192,6 +199,7 @@ class GraphStore:
         self._cluster = client if isinstance(client, RedisCluster) else None
         self.keys = KeyLayout(workspace)
         self._written = WrittenLists(self.keys.side_list)
+        self._format_checked = False
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
@@ -224,6 +232,34 @@ class GraphStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def check_format(self) -> None:
+        """Stamp `GRAPH_FORMAT` on a workspace that holds no records yet; raise
+        `GraphFormatError` when it holds records of another layout, or of one from before
+        the stamp (a version but no format)."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.get(self.keys.format)
+        pipe.exists(self.keys.version)
+        stamp, written = pipe.execute()
+        if stamp is None and not written:
+            if self._client.set(self.keys.format, GRAPH_FORMAT, nx=True):
+                stamp = GRAPH_FORMAT
+            else:  # another process stamped it first
+                stamp = self._client.get(self.keys.format)
+        if stamp != GRAPH_FORMAT:
+            found = (
+                "by an older kgstream (no format stamp)"
+                if stamp is None
+                else f"in format {stamp!r}"
+            )
+            raise GraphFormatError(
+                f"workspace {self.workspace!r} holds graph records written {found}, which "
+                f"this kgstream (format {GRAPH_FORMAT!r}) does not read. Rebuild the index: "
+                "`kgstream index DIR --data NEW` (a new data directory), or `kgstream replay "
+                "--data NEW` from its Kafka topic; with a Redis server, into a new workspace "
+                "(KGSTREAM_WORKSPACE) or an emptied one."
+            )
+        self._format_checked = True
+
     # -- writes --------------------------------------------------------------------
 
     def apply(self, batch: GraphBatch, now: float | None = None) -> int:
@@ -238,6 +274,8 @@ class GraphStore:
         (edge repair), in the same batch.
         """
         check_batch(batch)
+        if not self._format_checked:
+            self.check_format()
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
         lists = self.plan_lists(batch)
@@ -337,7 +375,8 @@ class GraphStore:
         return int(results[-1])
 
     def clear(self) -> int:
-        """Delete every key of this workspace (version included); returns how many."""
+        """Delete every key of this workspace (the version, the format stamp and the control
+        plane's included); returns how many."""
         deleted = 0
         batch: list[str] = []
         for key in self._client.scan_iter(match=self.keys.prefix + "*", count=1000):
@@ -348,6 +387,7 @@ class GraphStore:
         if batch:
             deleted += int(self._client.unlink(*batch))
         self._written.clear()
+        self._format_checked = False  # its stamp went too: the next write stamps it again
         return deleted
 
     # -- the index version ---------------------------------------------------------

@@ -26,6 +26,12 @@ from dataflow.core.contributions import EntityRecord, RelationPair, RelationReco
 from dataflow.core.documents import DocumentRecord, DocumentStatus
 
 
+class GraphFormatError(RuntimeError):
+    """The workspace holds records in a layout this kgstream does not read (one from an
+    older kgstream): they are refused, never read with guesses, and the message names the
+    commands that rebuild the index."""
+
+
 @dataclass(frozen=True)
 class StoredDocument:
     """A document's status record plus the times the store keeps for it."""

@@ -19,7 +19,7 @@ from connectors.redis.written_lists import SIDE_MARKER
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
-from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.documents import DocumentRecord, DocumentStatus, FailureKind
 from dataflow.core.naming import relation_pair
 
 # What redis-py's HSET takes (its Mapping is invariant in the key type).
@@ -86,7 +86,7 @@ def entity_from(fields: ReadFields) -> EntityRecord:
         source_chunk_ids=_list(fields["source_chunk_ids"]),
         file_paths=_list(fields["file_paths"]),
         doc_ids=_list(fields["doc_ids"]),
-        aliases=_list(fields.get("aliases", "[]")),  # absent: written before aliases
+        aliases=_list(fields["aliases"]),
     )
 
 
@@ -181,6 +181,7 @@ def document_fields(record: DocumentRecord, updated_at: str) -> HashFields:
         "preview": record.preview,
         "length": str(record.length),
         "reason": record.reason,
+        "failure_kind": "" if record.failure_kind is None else record.failure_kind.value,
         "failed_chunk_ids": dump_list(record.failed_chunk_ids),
         "chunks_settled": str(record.chunks_settled),
         "chunks_changed": str(record.chunks_changed),
@@ -198,9 +199,10 @@ def document_from(fields: dict[str, str]) -> StoredDocument:
         preview=fields["preview"],
         length=int(fields["length"]),
         reason=fields["reason"],
-        failed_chunk_ids=load_list(fields.get("failed_chunk_ids", "[]")),  # older records: none
-        chunks_settled=int(fields.get("chunks_settled", "0")),
-        chunks_changed=int(fields.get("chunks_changed", "0")),
+        failure_kind=FailureKind(fields["failure_kind"]) if fields["failure_kind"] else None,
+        failed_chunk_ids=load_list(fields["failed_chunk_ids"]),
+        chunks_settled=int(fields["chunks_settled"]),
+        chunks_changed=int(fields["chunks_changed"]),
     )
     return StoredDocument(
         record=record,

@@ -123,7 +123,7 @@ def retry_events(graph: GraphRecords, origin: str, now: float) -> list[SourceEve
         doc_ids, total = graph.documents_by_status(DocumentStatus.FAILED, offset, _BATCH)
         for doc_id, document in graph.get_documents(doc_ids).items():
             record = document.record
-            if record.status is not DocumentStatus.FAILED or not record.failed_chunk_ids:
+            if record.status is not DocumentStatus.FAILED or not record.retryable:
                 continue
             chunks = graph.get_chunks(record.chunk_ids)
             if len(chunks) != len(record.chunk_ids):

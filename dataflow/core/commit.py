@@ -36,7 +36,7 @@ from dataflow.core.contributions import (
     RelationPair,
     RelationRecord,
 )
-from dataflow.core.documents import DocumentDelete, DocumentRecord, DocumentStatus
+from dataflow.core.documents import DocumentDelete, DocumentRecord, DocumentStatus, FailureKind
 from dataflow.core.messages import (
     NO_MENTIONS,
     Ack,
@@ -516,6 +516,7 @@ class DocumentCommit:
             record,
             status=DocumentStatus.FAILED,
             reason=f"extraction failed for {len(in_order)} chunk(s): {failed[in_order[0]]}",
+            failure_kind=FailureKind.EXTRACTION,
             failed_chunk_ids=in_order,
         )
 

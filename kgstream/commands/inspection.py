@@ -13,6 +13,7 @@ from kgstream.settings import Settings
 
 if TYPE_CHECKING:
     from connectors.redis.ports import GraphRecords, IndexControl
+    from dataflow.core.documents import FailureKind
 
 
 def command_config(settings: Settings, args: argparse.Namespace) -> int:
@@ -103,12 +104,17 @@ def status_data(graph: GraphRecords, control: IndexControl) -> dict[str, Any]:
                 "doc_id": doc_id,
                 "file_path": failed[doc_id].record.file_path,
                 "reason": failed[doc_id].record.reason,
-                "retryable": bool(failed[doc_id].record.failed_chunk_ids),
+                "failure_kind": _kind_name(failed[doc_id].record.failure_kind),
+                "retryable": failed[doc_id].record.retryable,
             }
             for doc_id in failed_ids
             if doc_id in failed
         ],
     }
+
+
+def _kind_name(kind: FailureKind | None) -> str | None:
+    return None if kind is None else kind.value
 
 
 def print_status(graph: GraphRecords, control: IndexControl, as_json: bool) -> None:

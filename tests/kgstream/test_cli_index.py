@@ -316,3 +316,23 @@ def test_the_first_run_with_enough_small_snapshots_packs_them_with_a_dictionary_
     fresh = tmp_path / "fresh"
     index(folder, fresh)
     assert export(data, tmp_path) == export(fresh, tmp_path)
+
+
+def test_an_index_of_an_older_records_layout_is_refused_with_the_commands_that_rebuild(
+    tmp_path, capsys
+):
+    from connectors.stores import StoreLocations, open_graph_store
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    graph, embedded = open_graph_store(StoreLocations(data))
+    graph.client.delete(graph.keys.format)  # the records as an older kgstream left them
+    embedded.stop()
+    capsys.readouterr()
+
+    assert main(["status", "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert "older kgstream" in err and "kgstream index DIR --data NEW" in err
+    assert err.count("\n") == 2 and "hint: kgstream index DIR --data NEW" in err
+    assert main(["index", str(folder), "--data", str(data)]) == 2
