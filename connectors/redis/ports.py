@@ -7,7 +7,7 @@ written a batch at a time together with the index version that makes each batch 
 and read by the gateway, the status commands and the export. The control plane is what the
 indexer and the commands tell each other beside the records: Kafka lag, why the source
 holds, dead letters, retry requests, and the dictionary recovery snapshots are packed with.
-Neither is ever part of an answer, and the index version never counts their writes.
+It is never part of an answer, and the index version never counts its writes.
 
 Both live in Redis (`connectors.redis.graph_store.GraphStore` and
 `connectors.redis.index_control.RedisIndexControl`, over one client, for one server or a
