@@ -23,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connectors.redis.embedded import EmbeddedRedis
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.naming import relation_pair
 

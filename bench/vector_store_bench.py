@@ -35,13 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from connectors.vectors.base import (
-    BaseVectorStore,
-    VectorFilter,
-    VectorKind,
-    VectorPoint,
-)
+from connectors.vectors.base import BaseVectorStore
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorFilter, VectorKind, VectorPoint
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from dataflow.core.naming import relation_id, relation_pair
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords
 from connectors.stores import Stores
-from connectors.vectors.base import JsonValue, VectorKind
+from connectors.vectors.port import JsonValue, VectorKind
 from dataflow.core.index import IndexSnapshot
 
 
@@ -20,7 +20,7 @@ class StoredIndex:
     vectors: dict[VectorKind, dict[str, tuple[tuple[float, ...], dict[str, JsonValue]]]]
 
 
-def read_graph(graph: GraphStore) -> IndexSnapshot:
+def read_graph(graph: GraphRecords) -> IndexSnapshot:
     """Everything the graph store holds for a workspace, sorted by id."""
     return IndexSnapshot(
         entities={e.key: e for e in sorted(graph.iter_entities(), key=lambda e: e.key)},

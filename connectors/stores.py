@@ -1,4 +1,5 @@
-"""The stores as one unit: the Redis graph store and the vector store, embedded or remote.
+"""The stores as one unit: the graph records, the control plane beside them and the vector
+store, embedded or remote.
 
 `open_stores` gives the embedded default when no URLs are set: a real
 redis-server started on a private socket under the data directory, and Qdrant
@@ -19,10 +20,13 @@ from types import TracebackType
 
 import redis
 
+from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
-from connectors.vectors.base import VectorKind, VectorPoint, VectorStore
+from connectors.redis.index_control import RedisIndexControl
+from connectors.redis.ports import GraphRecords, IndexControl
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorKind, VectorPoint, VectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from connectors.writes import store_write
@@ -76,12 +80,14 @@ def _digest(point: VectorPoint) -> bytes:
 
 
 class Stores:
-    """The graph store and the vector store, written together in `write`."""
+    """The graph records and the vector store, written together in `write`, and the control
+    plane on the graph store's Redis client."""
 
     def __init__(
         self, graph: GraphStore, vectors: VectorStore, embedded_redis: EmbeddedRedis | None = None
     ) -> None:
-        self.graph = graph
+        self.graph: GraphRecords = graph
+        self.control: IndexControl = RedisIndexControl(graph.client, graph.workspace)
         self.vectors = vectors
         self._embedded_redis = embedded_redis
         self._written = WrittenPoints()
@@ -130,7 +136,22 @@ class Stores:
 
 def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRedis | None]:
     """The graph store; for the embedded default, attach to a running kgstream's redis
-    (so `kgstream status` works beside `kgstream run`) or start one, returned to stop."""
+    (so `kgstream status` works beside `kgstream run`) or start one, returned to stop.
+    Raises `GraphFormatError` when the workspace holds records of another layout."""
+    graph, embedded = _open_graph_store(locations)
+    try:
+        with store_outages(locations.workspace):
+            graph.check_format()
+    except StoreUnavailable:
+        pass  # a server that is away: the first write checks (`GraphStore.apply`)
+    except BaseException:
+        if embedded is not None:
+            embedded.stop()
+        raise
+    return graph, embedded
+
+
+def _open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRedis | None]:
     if locations.redis_url:
         return GraphStore.from_url(locations.redis_url, locations.workspace), None
     embedded = EmbeddedRedis(locations.data_dir / "redis")

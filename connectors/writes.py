@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from connectors.redis.graph_store import GraphBatch
-from connectors.vectors.base import VectorKind, VectorPoint
+from connectors.vectors.port import VectorKind, VectorPoint
 from dataflow.core.chunking import Chunk
-from dataflow.core.commit import CommitBatch
+from dataflow.core.commit import CommitBatch, GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.messages import ChunkMentions, Vector
 from dataflow.core.naming import relation_id
@@ -29,17 +28,6 @@ class StoreWrite:
 
 
 def store_write(batch: CommitBatch) -> StoreWrite:
-    graph = GraphBatch(
-        entity_upserts=batch.entity_upserts,
-        entity_deletes=batch.entity_deletes,
-        relation_upserts=batch.relation_upserts,
-        relation_deletes=batch.relation_deletes,
-        chunk_upserts=batch.chunk_upserts,
-        chunk_deletes=batch.chunk_deletes,
-        document_upserts=batch.document_upserts,
-        document_deletes=batch.document_deletes,
-        withdrawn_documents=batch.withdrawn_documents,
-    )
     upserts = (
         *(entity_point(record, vector) for record, vector in batch.entity_vectors),
         *(relation_point(record, vector) for record, vector in batch.relation_vectors),
@@ -50,7 +38,7 @@ def store_write(batch: CommitBatch) -> StoreWrite:
         *((VectorKind.RELATION, relation_id(pair)) for pair in batch.relation_vector_deletes),
         *((VectorKind.CHUNK, chunk_id) for chunk_id in batch.chunk_vector_deletes),
     )
-    return StoreWrite(graph, upserts, deletes)
+    return StoreWrite(batch, upserts, deletes)  # a commit batch is its graph batch, extended
 
 
 # Entity and relation points carry no citation lists (chunk ids, doc ids, paths): a hub's

@@ -6,9 +6,9 @@ the proto comments, the engine and this module cannot drift apart on them.
 
 from __future__ import annotations
 
-from connectors.redis.graph_store import StoredDocument
+from connectors.redis.ports import StoredDocument
 from dataflow.core.contributions import EntityRecord, RelationRecord
-from dataflow.core.documents import DocumentStatus
+from dataflow.core.documents import DocumentStatus, FailureKind
 from gateway.types import (
     Answer,
     Keywords,
@@ -34,6 +34,15 @@ _STATUS_TO_PROTO: dict[DocumentStatus, pb.DocumentStatus] = {
     DocumentStatus.FAILED: pb.DOCUMENT_STATUS_FAILED,
 }
 _STATUS_FROM_PROTO = {int(value): status for status, value in _STATUS_TO_PROTO.items()}
+_FAILURE_KIND_TO_PROTO: dict[FailureKind | None, pb.FailureKind] = {
+    None: pb.FAILURE_KIND_UNSPECIFIED,
+    FailureKind.BAD_DOC_ID: pb.FAILURE_KIND_BAD_DOC_ID,
+    FailureKind.TOO_LARGE: pb.FAILURE_KIND_TOO_LARGE,
+    FailureKind.BINARY: pb.FAILURE_KIND_BINARY,
+    FailureKind.NOT_UTF8: pb.FAILURE_KIND_NOT_UTF8,
+    FailureKind.EMPTY: pb.FAILURE_KIND_EMPTY,
+    FailureKind.EXTRACTION: pb.FAILURE_KIND_EXTRACTION,
+}
 
 # `QueryParams` field -> the QueryRequest field a client sets, for error messages.
 _REQUEST_FIELDS = {
@@ -256,4 +265,5 @@ def document_to_proto(stored: StoredDocument) -> pb.Document:
         updated_at_ms=round(stored.updated_at * 1000),
         chunks_settled=record.chunks_settled,
         chunks_changed=record.chunks_changed,
+        failure_kind=_FAILURE_KIND_TO_PROTO[record.failure_kind],
     )

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import grpc
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords
 from dataflow.core.documents import (
     MAX_DOC_ID_BYTES,
     DocumentChange,
@@ -31,7 +31,7 @@ class EventPublisher(Protocol):
 
 
 class IngestService(ingest_pb2_grpc.IngestServicer):
-    def __init__(self, graph: GraphStore, producer: EventPublisher | None) -> None:
+    def __init__(self, graph: GraphRecords, producer: EventPublisher | None) -> None:
         self._graph = graph
         self._producer = producer
 

@@ -1,5 +1,5 @@
 """kgstream.v1.KnowledgeGraph: queries through the engine, graph and document look-ups
-straight from the Redis graph store."""
+straight from the graph records."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Protocol
 
 import grpc
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
@@ -44,7 +44,7 @@ class Engine(Protocol):
 
 
 class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
-    def __init__(self, engine: Engine, graph: GraphStore) -> None:
+    def __init__(self, engine: Engine, graph: GraphRecords) -> None:
         self._engine = engine
         self._graph = graph
 
@@ -237,7 +237,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         )
 
 
-def _walk(graph: GraphStore, seed: str, depth: int, max_nodes: int) -> tuple[list[str], bool]:
+def _walk(graph: GraphRecords, seed: str, depth: int, max_nodes: int) -> tuple[list[str], bool]:
     """Breadth-first entity keys from `seed`; within a hop, higher degree first, then key."""
     order, seen, frontier = [seed], {seed}, [seed]
     for _ in range(depth):
@@ -260,7 +260,7 @@ def _walk(graph: GraphStore, seed: str, depth: int, max_nodes: int) -> tuple[lis
 
 
 def _page_of_ids(
-    graph: GraphStore, statuses: list[DocumentStatus], offset: int, limit: int
+    graph: GraphRecords, statuses: list[DocumentStatus], offset: int, limit: int
 ) -> tuple[list[str], int]:
     """One page of doc ids over the statuses in order, and the total across them."""
     counts = graph.status_counts()

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 
 from connectors.stores import Stores
-from connectors.vectors.base import JsonValue, VectorFilter, VectorHit, VectorKind
+from connectors.vectors.port import JsonValue, VectorFilter, VectorHit, VectorKind
 from connectors.writes import MENTIONED_ENTITIES, MENTIONED_RELATIONS
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import EntityRecord, RelationPair, RelationRecord

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords, IndexControl
 from gateway.auth import BearerTokenInterceptor
 from gateway.health import HealthCheck, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
@@ -104,7 +104,8 @@ class RunningServer:
 
 def serve(
     engine: Engine,
-    graph_store: GraphStore,
+    graph: GraphRecords,
+    control: IndexControl,
     options: ServerOptions = ServerOptions(),
     producer: EventPublisher | None = None,
     health_checks: Mapping[str, HealthCheck] | None = None,
@@ -124,8 +125,8 @@ def serve(
             ("grpc.so_reuseport", 0),
         ],
     )
-    knowledge_graph = KnowledgeGraphService(engine, graph_store)
-    ingest = IngestService(graph_store, producer)
+    knowledge_graph = KnowledgeGraphService(engine, graph)
+    ingest = IngestService(graph, producer)
     query_pb2_grpc.add_KnowledgeGraphServicer_to_server(  # type: ignore[no-untyped-call]
         knowledge_graph, server
     )
@@ -157,7 +158,7 @@ def serve(
         from gateway.http.chat import chat_routes
         from gateway.http.server import serve_http
 
-        api = HttpApi(knowledge_graph, ingest, graph_store, lambda: not store_health.failing())
+        api = HttpApi(knowledge_graph, ingest, graph, control, lambda: not store_health.failing())
         http_options = HttpOptions(
             auth_token=options.auth_token,
             max_body_bytes=options.max_message_bytes,

@@ -241,4 +241,4 @@ def serve_gateway(
         http_cors_origins=settings.http_cors_origins,
     )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
-    return serve(engine, stores.graph, options, producer, health_checks=checks)
+    return serve(engine, stores.graph, stores.control, options, producer, health_checks=checks)

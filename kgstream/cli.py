@@ -16,7 +16,8 @@ from redis.exceptions import MovedError
 
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import moved_message
-from connectors.vectors.base import VectorSpaceMismatchError
+from connectors.redis.ports import GraphFormatError
+from connectors.vectors.port import VectorSpaceMismatchError
 from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, Mode, parse_mode
 from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
@@ -197,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VectorSpaceMismatchError as error:
         print(f"kgstream: {error}", file=sys.stderr)
         print("hint: kgstream rebuild-vectors --data DIR (re-embeds from Redis)", file=sys.stderr)
+        return 2
+    except GraphFormatError as error:
+        print(f"kgstream: {error}", file=sys.stderr)
+        print(
+            "hint: kgstream index DIR --data NEW (or kgstream replay --data NEW)", file=sys.stderr
+        )
         return 2
     except RunCannotGoOn:
         return 1  # its line is printed, and stderr is closed by now

@@ -16,10 +16,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords
 
 
-def export_data(graph: GraphStore, with_times: bool = False) -> dict[str, Any]:
+def export_data(graph: GraphRecords, with_times: bool = False) -> dict[str, Any]:
     """The whole index as plain JSON-able data, sorted by id (see the module docstring)."""
     entities = sorted(graph.iter_entities(), key=lambda e: e.key)
     relations = sorted(graph.iter_relations(), key=lambda r: r.pair)

@@ -31,7 +31,7 @@ from bytewax.recovery import (
 from bytewax.run import cli_main
 
 from connectors.errors import StoreUnavailable, store_outages
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import IndexControl
 from dataflow.components import Components
 from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
@@ -120,7 +120,7 @@ def run_indexer(
     flow = build_flow(source, components, retries=retries, lanes=lanes)
     recovery, partitions = None, None
     if options.recovery:
-        use_dictionary(components.stores.graph.snapshot_dictionary())
+        use_dictionary(components.stores.control.snapshot_dictionary())
         index_exists = components.stores.graph.version() > 0
         recovery, partitions = recovery_config(data_dir, options, index_exists)
         stuck = legacy_commit_in_flight(partitions.directory)
@@ -165,17 +165,17 @@ def run_indexer(
     if stop.cannot_go_on_reason is not None:
         raise RunCannotGoOn(stop.cannot_go_on_reason)
     if completed and partitions is not None:
-        partitions.tidy(rewrite=True, keep_dictionary=_keeper(components.stores.graph))
+        partitions.tidy(rewrite=True, keep_dictionary=_keeper(components.stores.control))
 
 
-def _keeper(graph: GraphStore) -> Callable[[bytes], bytes | None]:
-    """Keep a new snapshot dictionary in the graph store (`RecoveryPartitions.tidy`); when
+def _keeper(control: IndexControl) -> Callable[[bytes], bytes | None]:
+    """Keep a new snapshot dictionary in the control plane (`RecoveryPartitions.tidy`); when
     the store cannot be reached at the end of a run, it is kept at a later run's end."""
 
     def keep(dictionary: bytes) -> bytes | None:
         try:
-            with store_outages(graph.workspace):
-                return graph.keep_snapshot_dictionary(dictionary)
+            with store_outages(control.workspace):
+                return control.keep_snapshot_dictionary(dictionary)
         except StoreUnavailable as error:
             _LOGGER.warning("%s; the snapshot dictionary is made at a later run's end", error)
             return None

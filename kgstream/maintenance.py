@@ -23,9 +23,9 @@ from typing import TypeVar
 
 from connectors.embeddings.base import Embedder, embedding_space_name
 from connectors.redis.embedded import EmbeddedRedis
-from connectors.redis.graph_store import GraphStore
-from connectors.vectors.base import VectorPoint, VectorStore
+from connectors.redis.ports import GraphRecords
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorPoint, VectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
 from dataflow.core.contributions import RelationPair
 from dataflow.core.messages import NO_MENTIONS, ChunkMentions
@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 
 def rebuild_vectors(
-    graph: GraphStore, vectors: VectorStore, embedder: Embedder, batch_size: int = 256
+    graph: GraphRecords, vectors: VectorStore, embedder: Embedder, batch_size: int = 256
 ) -> dict[str, int]:
     """Replace every vector of the workspace; returns how many of each kind were written."""
     vectors.clear()
@@ -69,7 +69,7 @@ def rebuild_vectors(
     }
 
 
-def chunk_mentions(graph: GraphStore) -> dict[str, ChunkMentions]:
+def chunk_mentions(graph: GraphRecords) -> dict[str, ChunkMentions]:
     """What each chunk contributes, from the records that cite it (the inverse of their
     `source_chunk_ids`, as the chunk step has it)."""
     entities: dict[str, list[str]] = defaultdict(list)
@@ -93,7 +93,7 @@ def compact(
 ) -> None:
     """Rewrite the embedded stores' files and the recovery database from their live
     content (the indexer must be stopped: the caller holds the data directory's lock);
-    `dictionary` is the index's snapshot dictionary (`GraphStore.snapshot_dictionary`)."""
+    `dictionary` is the index's snapshot dictionary (`IndexControl.snapshot_dictionary`)."""
     redis.rewrite_files()
     vectors.compact()
     compact_recovery(recovery_dir, dictionary)

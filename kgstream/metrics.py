@@ -35,13 +35,14 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from connectors.redis.graph_store import GraphStore
-from dataflow.core.documents import FAILURE_KINDS, DocumentStatus
+from connectors.redis.ports import GraphRecords, IndexControl
+from dataflow.core.documents import DocumentStatus, FailureKind
 
 _LOGGER = logging.getLogger(__name__)
 
 NAMESPACE = "kgstream"
 LLM_CALL_KINDS = ("extract", "summary", "answer", "keywords")
+FAILURE_KINDS = tuple(kind.value for kind in FailureKind)  # `failures_total`'s labels
 # Event time to visible in query results: the goal is under a second, LLM time aside.
 FRESHNESS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
 QUERY_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -176,16 +177,18 @@ class Metrics:
         )
         for kind in LLM_CALL_KINDS:
             self.llm_calls.labels(kind=kind)
-        for kind in FAILURE_KINDS:
-            self.failures.labels(reason_kind=kind)
+        for reason_kind in FAILURE_KINDS:
+            self.failures.labels(reason_kind=reason_kind)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
 
-    def watch_index(self, graph: GraphStore, topic: str | None = None) -> None:
-        """Export the index state of `graph` (read at each scrape); `topic` labels the
-        consumer lag (the Kafka topic the indexer reads)."""
-        self.registry.register(IndexStateCollector(graph, topic or ""))
+    def watch_index(
+        self, graph: GraphRecords, control: IndexControl, topic: str | None = None
+    ) -> None:
+        """Export the index state of `graph` and `control` (read at each scrape); `topic`
+        labels the consumer lag (the Kafka topic the indexer reads)."""
+        self.registry.register(IndexStateCollector(graph, control, topic or ""))
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format (what GET /metrics returns)."""
@@ -196,8 +199,8 @@ class IndexStateCollector(Collector):
     """`index_version`, `documents_by_status` and `consumer_lag`, read from Redis when
     scraped; while Redis cannot be reached they are left out (the scrape still answers)."""
 
-    def __init__(self, graph: GraphStore, topic: str) -> None:
-        self._graph, self._topic = graph, topic
+    def __init__(self, graph: GraphRecords, control: IndexControl, topic: str) -> None:
+        self._graph, self._control, self._topic = graph, control, topic
 
     def describe(self) -> Iterator[Metric]:
         return self._families({}, 0, {})
@@ -206,7 +209,7 @@ class IndexStateCollector(Collector):
         try:
             version = self._graph.version()
             counts = self._graph.status_counts()
-            lag = self._graph.consumer_lag()
+            lag = self._control.consumer_lag()
         except Exception as error:  # a Redis outage: health and logs report it
             _LOGGER.debug("index state not exported: %s", error)
             return iter(())

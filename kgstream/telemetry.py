@@ -8,9 +8,8 @@ import threading
 import time
 from typing import Any
 
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import IndexControl
 from dataflow.core.commit import CommitBatch
-from dataflow.core.documents import DocumentStatus, failure_kind
 from dataflow.core.messages import SourceEvent
 from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval
 from kgstream.metrics import Metrics
@@ -39,9 +38,9 @@ class IndexerMetrics:
         for document in batch.completed:
             if document.event_time:
                 self.metrics.freshness_seconds.observe(max(0.0, now - document.event_time))
-            record = document.record
-            if record is not None and record.status is DocumentStatus.FAILED:
-                self.metrics.failures.labels(reason_kind=failure_kind(record.reason)).inc()
+            kind = document.record.failure_kind if document.record is not None else None
+            if kind is not None:  # FAILED
+                self.metrics.failures.labels(reason_kind=kind.value).inc()
 
     def wrote(self, worker: int, batch: CommitBatch, seconds: float) -> None:
         label = str(worker)
@@ -77,7 +76,7 @@ def observe_llm(metrics: Metrics) -> Any:
     return observe
 
 
-def record_dead_letter(graph: GraphStore, metrics: Metrics | None) -> Any:
+def record_dead_letter(control: IndexControl, metrics: Metrics | None) -> Any:
     """The Kafka source's dead-letter hook: counted in the metrics and listed in Redis for
     `kgstream status`. A Redis outage loses the listing, never the stream."""
 
@@ -85,7 +84,7 @@ def record_dead_letter(graph: GraphStore, metrics: Metrics | None) -> Any:
         if metrics is not None:
             metrics.dead_letters.inc()
         try:
-            graph.record_dead_letter(letter.origin, letter.reason, time.time())
+            control.record_dead_letter(letter.origin, letter.reason, time.time())
         except Exception as error:  # the letter is logged and counted already
             _LOGGER.warning("dead letter %s not listed for status: %s", letter.origin, error)
 
@@ -127,20 +126,20 @@ class MeteredEngine:
 
 class ConsumerLagReporter:
     """Every `interval` seconds: Kafka end offsets minus the indexer's positions, to the
-    graph store (where `kgstream status` and the `consumer_lag` gauge read it)."""
+    control plane (where `kgstream status` and the `consumer_lag` gauge read it)."""
 
     def __init__(
         self,
         source: Any,
         bootstrap_servers: str,
         topic: str,
-        graph: GraphStore,
+        control: IndexControl,
         metrics: Metrics | None,
         interval: float = 2.0,
     ) -> None:
         self._source = source
         self._bootstrap, self._topic = bootstrap_servers, topic
-        self._graph, self._metrics = graph, metrics
+        self._control, self._metrics = control, metrics
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kgstream-lag", daemon=True)
@@ -172,7 +171,7 @@ class ConsumerLagReporter:
                     tp.partition: max(0, int(end) - positions.get(tp.partition, 0))
                     for tp, end in ends.items()
                 }
-                self._graph.set_consumer_lag(lag)  # the metrics read it from there
+                self._control.set_consumer_lag(lag)  # the metrics read it from there
             except Exception:  # a broker hiccup must not kill the indexer; next tick retries
                 if consumer is not None:
                     consumer.close()
@@ -181,7 +180,7 @@ class ConsumerLagReporter:
             consumer.close()
 
 
-def record_source_hold(graph: GraphStore, metrics: Metrics | None) -> Any:
+def record_source_hold(control: IndexControl, metrics: Metrics | None) -> Any:
     """The folder source's `on_hold` hook: the `source_holding` gauge, and the reason kept in
     Redis for `kgstream status`. A Redis outage loses the record, never the stream."""
 
@@ -189,7 +188,7 @@ def record_source_hold(graph: GraphStore, metrics: Metrics | None) -> Any:
         if metrics is not None:
             metrics.source_holding.set(0 if reason is None else 1)
         try:
-            graph.set_source_hold(reason)
+            control.set_source_hold(reason)
         except Exception as error:  # the hold is logged by the source already
             _LOGGER.warning("source hold not recorded for status: %s", error)
 

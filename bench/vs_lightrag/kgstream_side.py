@@ -232,7 +232,7 @@ def residue(
     from connectors.embeddings.base import embedding_space_name
     from connectors.index_export import read_graph
     from connectors.stores import StoreLocations, open_graph_store, open_vector_store
-    from connectors.vectors.base import VectorKind
+    from connectors.vectors.port import VectorKind
     from dataflow.core.naming import relation_id
     from kgstream.assembly import build_embedder
     from kgstream.settings import Settings

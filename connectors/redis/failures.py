@@ -1,20 +1,21 @@
 """The FAILED documents of a workspace, split by whether a retry can help.
 
 `kgstream retry-failed` and the HTTP API's retry route ask the indexer to retry the first
-kind (`GraphStore.request_retry`); the second kind needs new content.
+kind (`IndexControl.request_retry`); the second kind needs new content.
 """
 
 from __future__ import annotations
 
-from connectors.redis.graph_store import GraphStore
-from dataflow.core.documents import DocumentStatus, failure_kind
+from connectors.redis.ports import GraphRecords
+from dataflow.core.documents import DocumentStatus
 
 _PAGE = 1000
 
 
-def failed_documents(graph: GraphStore) -> tuple[list[str], list[tuple[str, str]]]:
-    """The FAILED documents: the ids a retry can fix (their extraction failed), and the
-    others with their reasons (bad encoding, binary, empty, too large, a bad doc id)."""
+def failed_documents(graph: GraphRecords) -> tuple[list[str], list[tuple[str, str]]]:
+    """The FAILED documents: the ids a retry can fix (`DocumentRecord.retryable`: their
+    extraction failed), and the others with their reasons (bad encoding, binary, empty,
+    too large, a bad doc id)."""
     retried: list[str] = []
     permanent: list[tuple[str, str]] = []
     offset = 0
@@ -22,7 +23,7 @@ def failed_documents(graph: GraphStore) -> tuple[list[str], list[tuple[str, str]
         ids, total = graph.documents_by_status(DocumentStatus.FAILED, offset, _PAGE)
         for doc_id, stored in graph.get_documents(ids).items():
             record = stored.record
-            if failure_kind(record.reason) == "extraction" and record.failed_chunk_ids:
+            if record.retryable:
                 retried.append(doc_id)
             else:
                 permanent.append((doc_id, record.reason))

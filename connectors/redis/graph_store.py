@@ -1,4 +1,5 @@
-"""Graph state in Redis: entities, relations, adjacency, chunks and document status.
+"""The graph records in Redis (the `GraphRecords` port of `connectors/redis/ports.py`):
+entities, relations, adjacency, chunks, document status and the index version.
 
 Plain Redis data structures only (hashes, sets, sorted sets, one counter), so
 the same code runs on the embedded redis-server, Redis 7+, Valkey or a managed
@@ -11,15 +12,19 @@ records it changes while another writer owns their status) leave PROCESSED in it
 Redis Cluster a batch is written slot by slot in phases (`connectors/redis/slot_writes.py`),
 ordered so that a reader still never sees a PROCESSED document whose records are missing,
 an edge without its endpoints, or a version whose batch is not whole. The key layout is
-in `connectors/redis/keys.py`; records as hashes in `connectors/redis/records.py`.
+in `connectors/redis/keys.py`; records as hashes in `connectors/redis/records.py`. The
+control plane shares the client and the workspace (`connectors/redis/index_control.py`).
 
 The alias index is kept exact the way adjacency is: written with the records it follows.
 Adjacency needs no read, since a relation upsert or delete says which edge to add or drop;
 an entity upsert only says its new aliases, so the entity's stored aliases are read (on
 one node by a script inside the transaction; on a cluster before the batch's phases), the
 entity is removed from the alias sets it no longer has and added to the rest (a delete is
-an upsert to no aliases). An entity hash written before aliases existed has no `aliases`
-field and counts as none.
+an upsert to no aliases).
+
+The records' layout is stamped in the workspace (`GRAPH_FORMAT`): a workspace whose records
+carry another stamp, or none, is refused with the commands that rebuild it
+(`GraphStore.check_format`), never read with defaults for what its records lack.
 
 Scripts touch the keys of one slot per call on a cluster: there the neighbour and alias
 scripts (which compute key names of other slots) are replaced by pipelined reads and by
@@ -28,8 +33,6 @@ the per-slot writes.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
@@ -40,10 +43,9 @@ from redis.cluster import RedisCluster
 
 from connectors.redis.clients import RedisClient, connect
 from connectors.redis.keys import KeyLayout, Pair
+from connectors.redis.ports import GraphFormatError, StoredDocument
 from connectors.redis.records import (
-    GraphBatch,
     ReadFields,
-    StoredDocument,
     aliases_from,
     check_batch,
     chunk_fields,
@@ -71,11 +73,14 @@ from connectors.redis.written_lists import (
     WrittenLists,
 )
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
 
-__all__ = ["GraphBatch", "GraphStore", "KeyLayout", "Pair", "StoredDocument"]
+GRAPH_FORMAT = "kgstream-graph/2"
+"""The layout of the records this kgstream writes and reads (hashes as records.py makes them,
+a FAILED document's record naming its failure kind), kept in the workspace's `format` key."""
 
 _SCAN_BATCH = 500
 _SIDE_BATCH = 1_000  # members a ZADD sends at once
@@ -148,12 +153,6 @@ return 0
 """
 
 
-DEAD_LETTERS_KEPT = 10_000
-RETRY_REQUESTS_KEPT = 1_000
-"""The retry-request stream is trimmed to about this many entries (each asks for every
-failed document, so an indexer that was away for more misses nothing it needs)."""
-
-
 def _delete(pipe: Pipeline, keys: list[str]) -> None:
     if keys:
         pipe.delete(*keys)
@@ -183,7 +182,7 @@ def _update_alias_index(pipe: Pipeline, layout: KeyLayout, batch: GraphBatch) ->
 
 
 class GraphStore:
-    """The graph state of one workspace in Redis.
+    """The graph records of one workspace in Redis (`GraphRecords`).
 
     Reads take a batch of keys and cost one round trip each (one pipeline or
     one script call); on a Redis Cluster one round trip per node, and two for
@@ -200,6 +199,7 @@ class GraphStore:
         self._cluster = client if isinstance(client, RedisCluster) else None
         self.keys = KeyLayout(workspace)
         self._written = WrittenLists(self.keys.side_list)
+        self._format_checked = False
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
@@ -232,7 +232,35 @@ class GraphStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- writes ---------------------------------------------------------------
+    def check_format(self) -> None:
+        """Stamp `GRAPH_FORMAT` on a workspace that holds no records yet; raise
+        `GraphFormatError` when it holds records of another layout, or of one from before
+        the stamp (a version but no format)."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.get(self.keys.format)
+        pipe.exists(self.keys.version)
+        stamp, written = pipe.execute()
+        if stamp is None and not written:
+            if self._client.set(self.keys.format, GRAPH_FORMAT, nx=True):
+                stamp = GRAPH_FORMAT
+            else:  # another process stamped it first
+                stamp = self._client.get(self.keys.format)
+        if stamp != GRAPH_FORMAT:
+            found = (
+                "by an older kgstream (no format stamp)"
+                if stamp is None
+                else f"in format {stamp!r}"
+            )
+            raise GraphFormatError(
+                f"workspace {self.workspace!r} holds graph records written {found}, which "
+                f"this kgstream (format {GRAPH_FORMAT!r}) does not read. Rebuild the index: "
+                "`kgstream index DIR --data NEW` (a new data directory), or `kgstream replay "
+                "--data NEW` from its Kafka topic; with a Redis server, into a new workspace "
+                "(KGSTREAM_WORKSPACE) or an emptied one."
+            )
+        self._format_checked = True
+
+    # -- writes --------------------------------------------------------------------
 
     def apply(self, batch: GraphBatch, now: float | None = None) -> int:
         """Apply `batch` and advance the index version: in one MULTI/EXEC on one Redis
@@ -246,6 +274,8 @@ class GraphStore:
         (edge repair), in the same batch.
         """
         check_batch(batch)
+        if not self._format_checked:
+            self.check_format()
         stamp = repr(float(time.time() if now is None else now))
         keys = self.keys
         lists = self.plan_lists(batch)
@@ -345,7 +375,8 @@ class GraphStore:
         return int(results[-1])
 
     def clear(self) -> int:
-        """Delete every key of this workspace (version included); returns how many."""
+        """Delete every key of this workspace (the version, the format stamp and the control
+        plane's included); returns how many."""
         deleted = 0
         batch: list[str] = []
         for key in self._client.scan_iter(match=self.keys.prefix + "*", count=1000):
@@ -356,9 +387,50 @@ class GraphStore:
         if batch:
             deleted += int(self._client.unlink(*batch))
         self._written.clear()
+        self._format_checked = False  # its stamp went too: the next write stamps it again
         return deleted
 
-    # -- reads (one round trip each) -------------------------------------------
+    # -- the index version ---------------------------------------------------------
+
+    def version(self) -> int:
+        """The index version: how many batches have been applied to this workspace."""
+        value = self._client.get(self.keys.version)
+        return int(value) if value is not None else 0
+
+    def wait_for_version(
+        self,
+        version: int,
+        timeout_seconds: float,
+        poll_interval_seconds: float = 0.005,
+        give_up: Callable[[], bool] | None = None,
+    ) -> int:
+        """Return the current version once it is >= `version` (read-your-writes).
+
+        Polls, because a GET every few milliseconds is cheap and, unlike a
+        subscription, cannot miss a notification across a reconnect.
+        Raises TimeoutError when `timeout_seconds` pass first, InterruptedError as soon
+        as `give_up()` is true (the caller is no longer waiting: a cancelled call).
+        """
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            current = self.version()
+            if current >= version:
+                return current
+            if give_up is not None and give_up():
+                raise InterruptedError(
+                    f"stopped waiting for index version {version} of workspace "
+                    f"{self.workspace!r} (at {current}): the caller gave up"
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(
+                    f"index version of workspace {self.workspace!r} is {current}, still "
+                    f"below {version} after {timeout_seconds} s; the indexer may be "
+                    "behind or stopped"
+                )
+            time.sleep(min(poll_interval_seconds, remaining))
+
+    # -- reads (one round trip each) -----------------------------------------------
 
     def get_entities(self, keys: Iterable[str]) -> dict[str, EntityRecord]:
         wanted = list(dict.fromkeys(keys))
@@ -558,137 +630,7 @@ class GraphStore:
         counts = pipe.execute()
         return {status: int(n) for status, n in zip(DocumentStatus, counts, strict=True)}
 
-    def set_consumer_lag(self, lag: dict[int, int]) -> None:
-        """Record the indexer's Kafka lag per partition (for `kgstream status`)."""
-        pipe = self._client.pipeline(transaction=True)
-        pipe.delete(self.keys.consumer_lag)
-        if lag:
-            pipe.hset(self.keys.consumer_lag, mapping={str(p): n for p, n in lag.items()})
-        pipe.execute()
-
-    def consumer_lag(self) -> dict[int, int]:
-        raw = self._client.hgetall(self.keys.consumer_lag)
-        return {int(partition): int(lag) for partition, lag in sorted(raw.items())}
-
-    def set_source_hold(self, reason: str | None) -> None:
-        """Record why the indexer's source holds (its watched folder is missing), or that it
-        does not (None), for `kgstream status`."""
-        if reason is None:
-            self._client.delete(self.keys.source_hold)
-        else:
-            self._client.set(self.keys.source_hold, reason)
-
-    def source_hold(self) -> str | None:
-        reason = self._client.get(self.keys.source_hold)
-        return None if reason is None else str(reason)
-
-    def snapshot_dictionary(self) -> bytes | None:
-        """The dictionary the indexer packs its small recovery snapshots with, if it has
-        one (dataflow/core/snapshots.py). It is kept here, not in the recovery database,
-        because every process of a cluster reads this store, and any of them may restore a
-        key another one snapshotted."""
-        encoded = self._client.get(self.keys.snapshot_dictionary)
-        return None if encoded is None else base64.b64decode(encoded)
-
-    def keep_snapshot_dictionary(self, dictionary: bytes) -> bytes:
-        """Keep `dictionary` unless one is kept already (a cluster's processes may train
-        one each at once): the one kept, which every snapshot must use."""
-        encoded = base64.b64encode(dictionary).decode()
-        while not self._client.set(self.keys.snapshot_dictionary, encoded, nx=True):
-            kept = self.snapshot_dictionary()
-            if kept is not None:  # else cleared since: try again
-                return kept
-        return dictionary
-
-    def record_dead_letter(self, origin: str, reason: str, at: float) -> None:
-        """Remember a message the indexer could not decode (for `kgstream status`).
-
-        Idempotent: a replayed message (the same origin and reason) is one entry, kept with
-        the time it was first seen. Only the newest `DEAD_LETTERS_KEPT` are kept."""
-        member = json.dumps([origin, reason], ensure_ascii=False)
-        pipe = self._client.pipeline(transaction=True)
-        pipe.zadd(self.keys.dead_letters, {member: at}, nx=True)
-        pipe.zremrangebyrank(self.keys.dead_letters, 0, -DEAD_LETTERS_KEPT - 1)
-        pipe.execute()
-
-    def dead_letters(self, limit: int = 10) -> tuple[int, list[tuple[str, str, float]]]:
-        """How many dead letters are kept, and the newest `limit` as (origin, reason, time)."""
-        pipe = self._client.pipeline(transaction=False)
-        pipe.zcard(self.keys.dead_letters)
-        if limit > 0:
-            pipe.zrevrange(self.keys.dead_letters, 0, limit - 1, withscores=True)
-        replies = pipe.execute()
-        total, newest = replies[0], replies[1] if limit > 0 else []
-        letters = []
-        for member, at in newest:
-            origin, reason = json.loads(member)
-            letters.append((str(origin), str(reason), float(at)))
-        return int(total), letters
-
-    def request_retry(self, at: float) -> str:
-        """Append a request to retry every document whose extraction failed to the
-        retry-request stream (read by the indexer's retry input,
-        `connectors/redis/retry_requests.py`); returns its stream id. A request names no
-        document, so the stream keeps no trace of deleted ones."""
-        entry = self._client.xadd(
-            self.keys.retry_requests,
-            {"at": repr(at)},
-            maxlen=RETRY_REQUESTS_KEPT,
-            approximate=True,
-        )
-        return str(entry)
-
-    def retry_requests_after(self, last_id: str, count: int) -> list[str]:
-        """The stream ids of up to `count` retry requests after `last_id` ("0" = from the
-        start), oldest first; never blocks."""
-        start = "-" if last_id == "0" else f"({last_id}"
-        rows = self._client.xrange(self.keys.retry_requests, start, "+", count=count)
-        return [str(entry) for entry, _ in rows or ()]
-
-    def last_retry_request_id(self) -> str:
-        """The newest retry request's stream id ("0" when there is none)."""
-        rows = self._client.xrevrange(self.keys.retry_requests, "+", "-", count=1)
-        return str(rows[0][0]) if rows else "0"
-
-    def version(self) -> int:
-        """The index version: how many batches have been applied to this workspace."""
-        value = self._client.get(self.keys.version)
-        return int(value) if value is not None else 0
-
-    def wait_for_version(
-        self,
-        version: int,
-        timeout_seconds: float,
-        poll_interval_seconds: float = 0.005,
-        give_up: Callable[[], bool] | None = None,
-    ) -> int:
-        """Return the current version once it is >= `version` (read-your-writes).
-
-        Polls, because a GET every few milliseconds is cheap and, unlike a
-        subscription, cannot miss a notification across a reconnect.
-        Raises TimeoutError when `timeout_seconds` pass first, InterruptedError as soon
-        as `give_up()` is true (the caller is no longer waiting: a cancelled call).
-        """
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            current = self.version()
-            if current >= version:
-                return current
-            if give_up is not None and give_up():
-                raise InterruptedError(
-                    f"stopped waiting for index version {version} of workspace "
-                    f"{self.workspace!r} (at {current}): the caller gave up"
-                )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(
-                    f"index version of workspace {self.workspace!r} is {current}, still "
-                    f"below {version} after {timeout_seconds} s; the indexer may be "
-                    "behind or stopped"
-                )
-            time.sleep(min(poll_interval_seconds, remaining))
-
-    # -- export (SCAN) -------------------------------------------------------
+    # -- export (SCAN) -------------------------------------------------------------
 
     def record_counts(self) -> dict[str, int]:
         """How many entities, relations and chunks the workspace holds (one SCAN of each
@@ -720,7 +662,7 @@ class GraphStore:
     def iter_documents(self) -> Iterator[StoredDocument]:
         return (document_from(row) for row in self._scan_hashes("doc"))
 
-    # -- helpers -------------------------------------------------------------
+    # -- helpers -------------------------------------------------------------------
 
     def _entities_and(
         self,

@@ -4,6 +4,7 @@ Key layout (``<ws>`` is the workspace; ``E(x)`` escapes ``%``, ``{`` and ``}``
 in ``x`` as ``%25``, ``%7B`` and ``%7D``, so a brace inside an entity key can
 never end or open a hash tag)::
 
+    kg:<ws>:format                    string   the records' layout (`GRAPH_FORMAT`)
     kg:<ws>:version                   string   index version (INCR once per batch)
     kg:<ws>:ent:{E(key)}              hash     EntityRecord
     kg:<ws>:adj:{E(key)}              set      neighbour entity keys (degree = SCARD)
@@ -21,8 +22,8 @@ the dictionary the recovery snapshots are packed with (base64).
 
 On a Redis Cluster the part in braces is the hash tag: an entity, its adjacency set and
 the relations it is the source of share one slot, and every other record has a slot of
-its own, so the graph spreads over the nodes. The version, the four status sets and the
-other single keys carry no tag: each is one key in one slot.
+its own, so the graph spreads over the nodes. The format, the version, the four status sets
+and the other single keys carry no tag: each is one key in one slot.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class KeyLayout:
         self.workspace = workspace
         self.prefix = f"kg:{workspace}:"
         self.version = self.prefix + "version"
+        self.format = self.prefix + "format"
         self.adjacency_prefix = self.prefix + "adj:{"
         self.alias_prefix = self.prefix + "alias:{"
         self.entity_side_lists = self.prefix + "list:ent:"  # how an entity's sorted sets begin

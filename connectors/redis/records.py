@@ -1,4 +1,4 @@
-"""Graph records as Redis hashes, and the batch of them one sink step writes.
+"""Graph records as Redis hashes, and the checks a batch of them passes before it is written.
 
 List fields (source chunk ids, file paths, keywords, chunk ids, aliases) are JSON
 arrays, except a long citation list, which is in a sorted set of its own with the field
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from redis.typing import EncodableT, FieldT
 
-from connectors.redis.keys import Pair
+from connectors.redis.ports import StoredDocument
 from connectors.redis.written_lists import SIDE_MARKER
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
-from dataflow.core.documents import DocumentRecord, DocumentStatus
+from dataflow.core.documents import DocumentRecord, DocumentStatus, FailureKind
 from dataflow.core.naming import relation_pair
 
 # What redis-py's HSET takes (its Mapping is invariant in the key type).
@@ -27,52 +27,6 @@ HashFields = dict[FieldT, EncodableT]
 
 ReadFields = Mapping[str, Any]
 """A record's hash as read (str values), its sorted-set lists read in as tuples (GraphStore)."""
-
-
-@dataclass(frozen=True)
-class GraphBatch:
-    """Everything one sink step writes, applied by `GraphStore.apply` (atomically on one
-    Redis node; on a cluster in the phases of `connectors/redis/slot_writes.py`).
-
-    A key may appear in the upserts or the deletes of its kind, not both.
-    """
-
-    entity_upserts: tuple[EntityRecord, ...] = ()
-    entity_deletes: tuple[str, ...] = ()
-    relation_upserts: tuple[RelationRecord, ...] = ()
-    relation_deletes: tuple[Pair, ...] = ()
-    chunk_upserts: tuple[Chunk, ...] = ()
-    chunk_deletes: tuple[str, ...] = ()
-    document_upserts: tuple[DocumentRecord, ...] = ()
-    document_deletes: tuple[str, ...] = ()
-    # Documents whose records the batch changes without writing their status: those stored
-    # as PROCESSED become PROCESSING before any record changes (their own commit, a later
-    # batch, turns them back). Only the status moves; the rest of the record stays.
-    withdrawn_documents: tuple[str, ...] = ()
-
-    def is_empty(self) -> bool:
-        return not any(
-            (
-                self.entity_upserts,
-                self.entity_deletes,
-                self.relation_upserts,
-                self.relation_deletes,
-                self.chunk_upserts,
-                self.chunk_deletes,
-                self.document_upserts,
-                self.document_deletes,
-                self.withdrawn_documents,
-            )
-        )
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """A document's status record plus the times the store keeps for it."""
-
-    record: DocumentRecord
-    created_at: float
-    updated_at: float
 
 
 def dump_list(values: Sequence[str]) -> str:
@@ -132,7 +86,7 @@ def entity_from(fields: ReadFields) -> EntityRecord:
         source_chunk_ids=_list(fields["source_chunk_ids"]),
         file_paths=_list(fields["file_paths"]),
         doc_ids=_list(fields["doc_ids"]),
-        aliases=_list(fields.get("aliases", "[]")),  # absent: written before aliases
+        aliases=_list(fields["aliases"]),
     )
 
 
@@ -227,6 +181,7 @@ def document_fields(record: DocumentRecord, updated_at: str) -> HashFields:
         "preview": record.preview,
         "length": str(record.length),
         "reason": record.reason,
+        "failure_kind": "" if record.failure_kind is None else record.failure_kind.value,
         "failed_chunk_ids": dump_list(record.failed_chunk_ids),
         "chunks_settled": str(record.chunks_settled),
         "chunks_changed": str(record.chunks_changed),
@@ -244,9 +199,10 @@ def document_from(fields: dict[str, str]) -> StoredDocument:
         preview=fields["preview"],
         length=int(fields["length"]),
         reason=fields["reason"],
-        failed_chunk_ids=load_list(fields.get("failed_chunk_ids", "[]")),  # older records: none
-        chunks_settled=int(fields.get("chunks_settled", "0")),
-        chunks_changed=int(fields.get("chunks_changed", "0")),
+        failure_kind=FailureKind(fields["failure_kind"]) if fields["failure_kind"] else None,
+        failed_chunk_ids=load_list(fields["failed_chunk_ids"]),
+        chunks_settled=int(fields["chunks_settled"]),
+        chunks_changed=int(fields["chunks_changed"]),
     )
     return StoredDocument(
         record=record,

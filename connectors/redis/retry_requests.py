@@ -1,5 +1,5 @@
 """The indexer's second input: retry requests that `kgstream retry-failed` appends to a Redis
-stream (`GraphStore.request_retry`).
+stream (`IndexControl.request_retry`).
 
 A request asks for every document whose extraction failed. When the partition reads new
 requests (any number at once: one scan serves them all), it lists the FAILED documents whose
@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 
 from connectors.errors import StoreUnavailable, store_outages
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords, IndexControl
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.messages import SourceEvent
 from dataflow.core.steps import DocumentRetry
@@ -36,14 +36,23 @@ _POLL = timedelta(milliseconds=500)
 
 
 class RetryRequestSource(FixedPartitionedSource[SourceEvent, str]):
-    """One partition reading the retry-request stream of `graph`'s workspace.
+    """One partition reading the retry-request stream of `control`'s workspace, and the
+    FAILED documents of `graph`.
 
     `follow` keeps polling for new requests (`kgstream run`); without it the partition
     ends once it has read the requests that were there when it started (`kgstream index`).
     """
 
-    def __init__(self, graph: GraphStore, *, follow: bool, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        graph: GraphRecords,
+        control: IndexControl,
+        *,
+        follow: bool,
+        clock: Callable[[], float] = time.time,
+    ):
         self.graph = graph
+        self.control = control
         self.follow = follow
         self.clock = clock
 
@@ -53,14 +62,22 @@ class RetryRequestSource(FixedPartitionedSource[SourceEvent, str]):
     def build_part(
         self, step_id: str, for_part: str, resume_state: str | None
     ) -> RetryRequestPartition:
-        return RetryRequestPartition(self.graph, resume_state or "0", self.follow, self.clock)
+        return RetryRequestPartition(
+            self.graph, self.control, resume_state or "0", self.follow, self.clock
+        )
 
 
 class RetryRequestPartition(StatefulSourcePartition[SourceEvent, str]):
     def __init__(
-        self, graph: GraphStore, last_id: str, follow: bool, clock: Callable[[], float]
+        self,
+        graph: GraphRecords,
+        control: IndexControl,
+        last_id: str,
+        follow: bool,
+        clock: Callable[[], float],
     ) -> None:
         self.graph = graph
+        self.control = control
         self.last_id = last_id
         self.follow = follow
         self.clock = clock
@@ -77,10 +94,10 @@ class RetryRequestPartition(StatefulSourcePartition[SourceEvent, str]):
 
     def _read(self) -> list[SourceEvent]:
         if not self.follow and self.end_id is None:
-            self.end_id = self.graph.last_retry_request_id()
+            self.end_id = self.control.last_retry_request_id()
         if self.end_id is not None and _stream_id_key(self.last_id) >= _stream_id_key(self.end_id):
             raise StopIteration()
-        requests = self.graph.retry_requests_after(self.last_id, _BATCH)
+        requests = self.control.retry_requests_after(self.last_id, _BATCH)
         if self.end_id is not None:
             end = _stream_id_key(self.end_id)
             requests = [r for r in requests if _stream_id_key(r) <= end]
@@ -97,7 +114,7 @@ class RetryRequestPartition(StatefulSourcePartition[SourceEvent, str]):
         return self.last_id
 
 
-def retry_events(graph: GraphStore, origin: str, now: float) -> list[SourceEvent]:
+def retry_events(graph: GraphRecords, origin: str, now: float) -> list[SourceEvent]:
     """A `DocumentRetry` event for every FAILED document whose stored record names failed
     chunks (in doc id order)."""
     events = []
@@ -106,7 +123,7 @@ def retry_events(graph: GraphStore, origin: str, now: float) -> list[SourceEvent
         doc_ids, total = graph.documents_by_status(DocumentStatus.FAILED, offset, _BATCH)
         for doc_id, document in graph.get_documents(doc_ids).items():
             record = document.record
-            if record.status is not DocumentStatus.FAILED or not record.failed_chunk_ids:
+            if record.status is not DocumentStatus.FAILED or not record.retryable:
                 continue
             chunks = graph.get_chunks(record.chunk_ids)
             if len(chunks) != len(record.chunk_ids):

@@ -42,7 +42,6 @@ from redis.exceptions import NoScriptError
 
 from connectors.redis.keys import KeyLayout
 from connectors.redis.records import (
-    GraphBatch,
     HashFields,
     chunk_fields,
     document_fields,
@@ -53,6 +52,7 @@ from connectors.redis.records import (
     status_moves,
 )
 from connectors.redis.written_lists import ListPlan, side_lists
+from dataflow.core.commit import GraphBatch
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import relation_pair
 

@@ -1,4 +1,6 @@
-"""The vector store: three Qdrant collections per workspace (chunks, entities, relations).
+"""`BaseVectorStore`, the shared implementation of the vector-store port
+(`connectors.vectors.port`): three Qdrant collections per workspace (chunks, entities,
+relations).
 
 Why it looks the way it does:
 
@@ -29,17 +31,14 @@ Why it looks the way it does:
   text's distinct terms in an indexed payload field. A lexical search counts, for each
   query term, the live points holding it, so its IDF follows edits and deletes exactly
   (Qdrant's own IDF modifier keeps deleted points until a segment is optimized).
-- **Search is exact about ties.** Hits come score-descending with equal scores ordered
-  by key, so every backend returns the same list for the same data.
 
 Backends: `QdrantClientVectorStore` (a Qdrant server, or qdrant-client's local mode,
-which shares the server's API) here, and `EdgeVectorStore` (Qdrant Edge in-process) in
-`connectors.vectors.edge`. Both pass one contract suite.
+which shares the server's API) in `connectors.vectors.qdrant`, and `EdgeVectorStore`
+(Qdrant Edge in-process) in `connectors.vectors.edge`. Both pass one contract suite.
 """
 
 from __future__ import annotations
 
-import enum
 import functools
 import hashlib
 import itertools
@@ -52,10 +51,19 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any
 
 import numpy as np
 
+from connectors.vectors.port import (
+    JsonValue,
+    VectorFilter,
+    VectorHit,
+    VectorKind,
+    VectorPoint,
+    VectorSpaceMismatchError,
+    VectorStoreNotOpenError,
+)
 from dataflow.core.lexical import (
     SparseVector,
     lexical_terms,
@@ -63,11 +71,6 @@ from dataflow.core.lexical import (
     query_vector,
     terms_vector,
 )
-
-JsonValue: TypeAlias = (
-    "str | int | float | bool | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
-)
-"""A payload value: JSON data (lists and dicts; read back, sequences are lists)."""
 
 _log = logging.getLogger(__name__)
 
@@ -104,58 +107,6 @@ LEXICAL_VECTOR = "lexical"
 INDEXED_FIELDS = (DOC_IDS_FIELD, CHUNK_IDS_FIELD, ENDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
 """The indexed fields (keywords, `TERMS_FIELD` full text): filters and counts use them, a
 search never returns them."""
-
-
-class VectorKind(enum.Enum):
-    """Which collection a point lives in; the value names the collection."""
-
-    CHUNK = "chunks"
-    ENTITY = "entities"
-    RELATION = "relations"
-
-
-@dataclass(frozen=True)
-class VectorPoint:
-    """One point to write, or one point read back.
-
-    Read back, `vector` is the stored one: the store keeps cosine vectors unit-normalised.
-    """
-
-    kind: VectorKind
-    key: str
-    vector: Sequence[float]
-    payload: Mapping[str, JsonValue]
-    lexical_text: str = ""  # indexed for `search_lexical`; not returned when read back
-
-
-@dataclass(frozen=True)
-class VectorHit:
-    """One search result: `score` is the cosine similarity to the query vector."""
-
-    kind: VectorKind
-    key: str
-    score: float
-    payload: Mapping[str, JsonValue]
-
-
-@dataclass(frozen=True)
-class VectorFilter:
-    """Restrict a search to points from some documents and/or under a path.
-
-    `doc_ids`: keep points whose doc ids include any of these (empty: no restriction).
-    `file_path_prefix`: keep points with a file path equal to it or inside it as a
-    directory; it matches whole path components, so ``"a/b"`` matches ``a/b``,
-    ``a/b/c.md`` but not ``a/bc.md``. `chunk_ids`: keep points whose ``chunk_id`` or
-    ``chunk_ids`` payload includes any of these (an entity's or relation's source chunks).
-    `ends`: keep points whose ``source`` or ``target`` payload is one of these (the
-    relations of some entities).
-    Several given: a point must satisfy all.
-    """
-
-    doc_ids: tuple[str, ...] = ()
-    file_path_prefix: str | None = None
-    chunk_ids: tuple[str, ...] = ()  # points that cite any of these chunks (empty: any)
-    ends: tuple[str, ...] = ()  # relations with any of these entity keys at an end (empty: any)
 
 
 @dataclass(frozen=True)
@@ -216,144 +167,25 @@ class CollectionRecord:
         )
 
 
-class VectorSpaceMismatchError(RuntimeError):
-    """The workspace holds vectors from another embedding model or dimension."""
-
-    def __init__(self, workspace: str, stored: CollectionRecord, space: str, dimension: int):
-        self.workspace = workspace
-        self.stored = stored
-        self.requested_space = space
-        self.requested_dimension = dimension
-        if not stored.current_format:
-            super().__init__(
-                f"workspace {workspace!r} holds {stored.kind.value} vectors (collection "
-                f"{stored.name!r}) from an older kgstream (without the lexical vectors, "
-                "indexed fields or chunk mentions this version searches with). "
-                "Run `kgstream rebuild-vectors` to re-create the collections from Redis."
-            )
-            return
-        super().__init__(
-            f"workspace {workspace!r} holds {stored.kind.value} vectors made by embedding "
-            f"space {stored.space!r} ({stored.dimension}-d, collection {stored.name!r}), but "
-            f"the configured embedder is {space!r} ({dimension}-d); vectors of two models "
-            "cannot be compared. Run `kgstream rebuild-vectors` to drop the old collections "
-            "and re-embed every chunk, entity and relation with the configured model, or "
-            "configure the embedder that made them."
+def space_mismatch(
+    workspace: str, stored: CollectionRecord, space: str, dimension: int
+) -> VectorSpaceMismatchError:
+    """The error for a workspace whose `stored` collection another space or format made."""
+    if not stored.current_format:
+        return VectorSpaceMismatchError(
+            f"workspace {workspace!r} holds {stored.kind.value} vectors (collection "
+            f"{stored.name!r}) from an older kgstream (without the lexical vectors, "
+            "indexed fields or chunk mentions this version searches with). "
+            "Run `kgstream rebuild-vectors` to re-create the collections from Redis."
         )
-
-
-class VectorStoreNotOpenError(RuntimeError):
-    """A read or write came before `ensure_collections`."""
-
-
-class VectorStore(Protocol):
-    """The vector-store port: what the sinks and the query engine need."""
-
-    def ensure_collections(self, space: str, dimension: int) -> None:
-        """Open (creating if needed) the three collections for this embedding space."""
-        ...
-
-    def upsert(self, points: Iterable[VectorPoint]) -> None:
-        """Insert or replace points by (kind, key); the last of duplicate keys wins."""
-        ...
-
-    def delete(self, kind: VectorKind, keys: Iterable[str]) -> None:
-        """Delete points by key; missing keys are ignored."""
-        ...
-
-    def search(
-        self,
-        kind: VectorKind,
-        vector: Sequence[float],
-        top_k: int,
-        filter: VectorFilter | None = None,
-        keys: Iterable[str] | None = None,
-        *,
-        with_payload: bool = True,
-    ) -> list[VectorHit]:
-        """The `top_k` most cosine-similar points, score descending, ties by key;
-        with `keys`, only among those points (missing keys are ignored). With
-        `with_payload` False the hits carry their keys and scores only (an empty
-        payload), which is cheaper to read back."""
-        ...
-
-    def search_lexical(
-        self,
-        kind: VectorKind,
-        text: str,
-        top_k: int,
-        filter: VectorFilter | None = None,
-        keys: Iterable[str] | None = None,
-        *,
-        with_payload: bool = True,
-        as_of: int | None = None,
-    ) -> list[VectorHit]:
-        """The `top_k` best BM25-style matches of `text` (IDF over the live collection),
-        score descending, ties by key; only points sharing a term score. `[]` when `text`
-        has no searchable terms (stopwords only)."""
-        ...
-
-    def lexical_query(
-        self, kind: VectorKind, text: str, *, as_of: int | None = None
-    ) -> SparseVector:
-        """`text` as a lexical query: its terms weighted by their IDF in the live
-        collection (one count per term), to reuse across several `search_sparse` calls.
-        `as_of` names the index state the caller reads (the gateway passes the index
-        version): counts made under the same `as_of` are reused, not counted again."""
-        ...
-
-    def search_sparse(
-        self,
-        kind: VectorKind,
-        query: SparseVector,
-        top_k: int,
-        filter: VectorFilter | None = None,
-        keys: Iterable[str] | None = None,
-        *,
-        with_payload: bool = True,
-    ) -> list[VectorHit]:
-        """`search_lexical` with a query made by `lexical_query`."""
-        ...
-
-    def get(self, kind: VectorKind, keys: Iterable[str]) -> dict[str, VectorPoint]:
-        """The stored points among `keys`, by key; missing keys are absent."""
-        ...
-
-    def payloads(
-        self,
-        kind: VectorKind,
-        filter: VectorFilter | None = None,
-        keys: Iterable[str] | None = None,
-        *,
-        limit: int | None = None,
-    ) -> dict[str, dict[str, JsonValue]]:
-        """The payloads of the points that match `filter` (and, with `keys`, are among
-        them), by key, no vectors read: at most `limit` of them (None: all), in no
-        particular order."""
-        ...
-
-    def count(self, kind: VectorKind) -> int:
-        """How many points the collection holds."""
-        ...
-
-    def ping(self) -> None:
-        """Raise when the backend cannot be reached (the gateway's health check)."""
-        ...
-
-    def iter_points(self, kind: VectorKind) -> Iterator[VectorPoint]:
-        """Every point of the collection, in no particular order (export, equality tests)."""
-        ...
-
-    def clear(self) -> None:
-        """Drop every collection of this workspace, whatever space made it.
-
-        If the store was open it stays open, on the same space, with empty collections.
-        """
-        ...
-
-    def close(self) -> None:
-        """Release the backend (files, locks, connections)."""
-        ...
+    return VectorSpaceMismatchError(
+        f"workspace {workspace!r} holds {stored.kind.value} vectors made by embedding "
+        f"space {stored.space!r} ({stored.dimension}-d, collection {stored.name!r}), but "
+        f"the configured embedder is {space!r} ({dimension}-d); vectors of two models "
+        "cannot be compared. Run `kgstream rebuild-vectors` to drop the old collections "
+        "and re-embed every chunk, entity and relation with the configured model, or "
+        "configure the embedder that made them."
+    )
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -638,7 +470,7 @@ class BaseVectorStore(ABC):
             if stored.workspace == self.workspace and (
                 stored.space != space or stored.dimension != dimension or not stored.current_format
             ):
-                raise VectorSpaceMismatchError(self.workspace, stored, space, dimension)
+                raise space_mismatch(self.workspace, stored, space, dimension)
             if stored.workspace == self.workspace and stored.keyword_terms:
                 keyword_terms.add(stored.name)
         for kind, name in names.items():

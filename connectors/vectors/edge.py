@@ -45,12 +45,12 @@ from connectors.vectors.base import (
     CollectionRecord,
     RawHit,
     RawRecord,
-    VectorStoreNotOpenError,
     VectorStoreOptions,
     dense_vector,
     terms_text,
     workspace_collection_prefix,
 )
+from connectors.vectors.port import VectorStoreNotOpenError
 from dataflow.core.lexical import SparseVector
 
 _RECORD_FILE = "kgstream.json"

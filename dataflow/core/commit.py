@@ -36,7 +36,7 @@ from dataflow.core.contributions import (
     RelationPair,
     RelationRecord,
 )
-from dataflow.core.documents import DocumentDelete, DocumentRecord, DocumentStatus
+from dataflow.core.documents import DocumentDelete, DocumentRecord, DocumentStatus, FailureKind
 from dataflow.core.messages import (
     NO_MENTIONS,
     Ack,
@@ -152,11 +152,11 @@ ChunkVector = tuple[Chunk, Vector, ChunkMentions]
 
 
 @dataclass(frozen=True)
-class CommitBatch:
-    """One write, in core types: what the stores must now hold.
+class GraphBatch:
+    """The graph records one write changes: what the graph store applies whole, with one
+    step of the index version.
 
-    The stores write it atomically, vectors first, then the graph (whose version
-    bump makes the batch visible); `completed` are the documents it finishes.
+    A key may appear in the upserts or the deletes of its kind, not both.
     """
 
     entity_upserts: tuple[EntityRecord, ...] = ()
@@ -167,16 +167,27 @@ class CommitBatch:
     chunk_deletes: tuple[str, ...] = ()
     document_upserts: tuple[DocumentRecord, ...] = ()
     document_deletes: tuple[str, ...] = ()
+    # Documents whose records this write changes while another worker owns their status:
+    # any of them stored as PROCESSED reads as PROCESSING from this write on (first, on a
+    # cluster), until its own commit completes it again. Only the status moves.
+    withdrawn_documents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommitBatch(GraphBatch):
+    """One write, in core types: what the stores must now hold. Its graph records are the
+    `GraphBatch` it extends; the vector writes and the documents it completes are its own.
+
+    The stores write it atomically, vectors first, then the graph (whose version
+    bump makes the batch visible); `completed` are the documents it finishes.
+    """
+
     entity_vectors: tuple[tuple[EntityRecord, Vector], ...] = ()
     entity_vector_deletes: tuple[str, ...] = ()
     relation_vectors: tuple[tuple[RelationRecord, Vector], ...] = ()
     relation_vector_deletes: tuple[RelationPair, ...] = ()
     chunk_vectors: tuple[ChunkVector, ...] = ()
     chunk_vector_deletes: tuple[str, ...] = ()
-    # Documents whose records this write changes while another worker owns their status:
-    # any of them stored as PROCESSED reads as PROCESSING from this write on (first, on a
-    # cluster), until its own commit completes it again.
-    withdrawn_documents: tuple[str, ...] = ()
     completed: tuple[CompletedDocument, ...] = ()
 
     def is_empty(self) -> bool:
@@ -505,6 +516,7 @@ class DocumentCommit:
             record,
             status=DocumentStatus.FAILED,
             reason=f"extraction failed for {len(in_order)} chunk(s): {failed[in_order[0]]}",
+            failure_kind=FailureKind.EXTRACTION,
             failed_chunk_ids=in_order,
         )
 

@@ -2,7 +2,9 @@
 
 A document either becomes a `PreparedDocument` (clean text plus its hash) or a
 `DocumentFailure` that says why, never an exception: one bad document must not
-stop a stream.
+stop a stream. A failure carries its kind (`FailureKind`) as a value, set where the
+failure is made, beside the reason written for people; nothing reads the kind back
+from the reason.
 """
 
 from __future__ import annotations
@@ -82,33 +84,29 @@ def doc_id_problem(doc_id: str) -> str | None:
     return None
 
 
-FAILURE_KINDS = ("bad_doc_id", "too_large", "binary", "not_utf8", "empty", "extraction", "other")
-"""What `failure_kind` names a failure reason (the `failures_total` metric's label values)."""
+class FailureKind(enum.Enum):
+    """Why a document is FAILED, as a value (the values are the `failures_total` metric's
+    labels, the status records' `failure_kind` field and the API's names)."""
 
-_FAILURE_PREFIXES = (
-    ("doc_id ", "bad_doc_id"),
-    ("document is empty", "empty"),
-    ("document is ", "too_large"),  # "document is N bytes, over the limit ..."
-    ("content is binary", "binary"),
-    ("content is not valid ", "not_utf8"),  # UTF-8, or UTF-16/32 after their byte-order mark
-    ("text holds an unpaired surrogate", "not_utf8"),
-    ("extraction failed", "extraction"),
-)
+    BAD_DOC_ID = "bad_doc_id"
+    TOO_LARGE = "too_large"
+    BINARY = "binary"
+    NOT_UTF8 = "not_utf8"  # not UTF-8, nor UTF-16/32 after their byte-order mark
+    EMPTY = "empty"
+    EXTRACTION = "extraction"  # the LLM failed on some chunks (dataflow/core/commit.py)
 
-
-def failure_kind(reason: str) -> str:
-    """The kind of a FAILED document's reason, one of `FAILURE_KINDS` (the reasons are made
-    in this module and in dataflow/core/commit.py, and begin as the table above says)."""
-    for prefix, kind in _FAILURE_PREFIXES:
-        if reason.startswith(prefix):
-            return kind
-    return "other"
+    @property
+    def retryable(self) -> bool:
+        """A retry can fix it (`kgstream retry-failed`): the LLM failed, not the content,
+        which has to change for every other kind."""
+        return self is FailureKind.EXTRACTION
 
 
 @dataclass(frozen=True)
 class DocumentFailureReason:
     """Why some content is not a document (before it has an id to fail)."""
 
+    kind: FailureKind
     reason: str
 
 
@@ -116,6 +114,7 @@ class DocumentFailureReason:
 class DocumentFailure:
     doc_id: str
     file_path: str
+    kind: FailureKind
     reason: str
     content_hash: str = ""
 
@@ -162,13 +161,14 @@ def decode_content(raw: bytes) -> str | DocumentFailureReason:
     UTF-32 with their byte-order mark; or why they are not text."""
     mark_length, codec, name = _encoding_of(raw)
     if mark_length == 0 and _looks_binary(raw[:4096].decode("latin-1")):
-        return DocumentFailureReason("content is binary, not text")
+        return DocumentFailureReason(FailureKind.BINARY, "content is binary, not text")
     try:
         return raw[mark_length:].decode(codec)
     except UnicodeDecodeError as error:
         return DocumentFailureReason(
+            FailureKind.NOT_UTF8,
             f"content is not valid {name} (byte {mark_length + error.start}: {error.reason}); "
-            "convert the file to UTF-8"
+            "convert the file to UTF-8",
         )
 
 
@@ -201,7 +201,7 @@ def prepare_document(
     doc_id, file_path = change.doc_id, change.file_path
     problem = doc_id_problem(doc_id)
     if problem is not None:
-        return DocumentFailure(doc_id, file_path, problem)
+        return DocumentFailure(doc_id, file_path, FailureKind.BAD_DOC_ID, problem)
     raw = change.content
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
     if change.size is not None:
@@ -210,13 +210,14 @@ def prepare_document(
         return DocumentFailure(
             doc_id,
             file_path,
+            FailureKind.TOO_LARGE,
             f"document is {size} bytes, over the limit of {limits.max_bytes} bytes "
             "(raise max_document_bytes to index it)",
         )
     if isinstance(raw, bytes):
         decoded = decode_content(raw)
         if isinstance(decoded, DocumentFailureReason):
-            return DocumentFailure(doc_id, file_path, decoded.reason)
+            return DocumentFailure(doc_id, file_path, decoded.kind, decoded.reason)
         text = decoded
     else:
         text = raw
@@ -224,13 +225,18 @@ def prepare_document(
             text.encode("utf-8")
         except UnicodeEncodeError as error:
             return DocumentFailure(
-                doc_id, file_path, f"text holds an unpaired surrogate at {error.start}"
+                doc_id,
+                file_path,
+                FailureKind.NOT_UTF8,
+                f"text holds an unpaired surrogate at {error.start}",
             )
     if _looks_binary(text):
-        return DocumentFailure(doc_id, file_path, "content is binary, not text")
+        return DocumentFailure(doc_id, file_path, FailureKind.BINARY, "content is binary, not text")
     cleaned = clean_text(text)
     if not cleaned:
-        return DocumentFailure(doc_id, file_path, "document is empty or whitespace only")
+        return DocumentFailure(
+            doc_id, file_path, FailureKind.EMPTY, "document is empty or whitespace only"
+        )
     return PreparedDocument(
         doc_id=doc_id,
         file_path=file_path,
@@ -253,8 +259,15 @@ class DocumentRecord:
     preview: str = ""
     length: int = 0
     reason: str = ""
+    failure_kind: FailureKind | None = None  # FAILED only: why, as a value
     failed_chunk_ids: tuple[str, ...] = ()  # FAILED by extraction: the chunks that failed
     # PROCESSING only: of the `chunks_changed` chunks this version extracts or retracts,
     # `chunks_settled` are done (a large document streams through in pieces); 0 otherwise
     chunks_settled: int = 0
     chunks_changed: int = 0
+
+    @property
+    def retryable(self) -> bool:
+        """FAILED for a reason a retry can fix, with the chunks a retry extracts again."""
+        kind = self.failure_kind
+        return kind is not None and kind.retryable and bool(self.failed_chunk_ids)

@@ -128,6 +128,7 @@ def update_document(
             file_path=change.file_path,
             content_hash=prepared.content_hash,
             reason=prepared.reason,
+            failure_kind=prepared.kind,
         )
         return None, DocumentOutcome(record=record, chunks=(), changes=removed)
 
@@ -195,7 +196,9 @@ def retry_document(
     if not current or not failed:
         return state, nothing
     changes = tuple(ChunkAdded(chunk) for chunk in retry.chunks if chunk.chunk_id in failed)
-    processed = replace(record, status=DocumentStatus.PROCESSED, reason="", failed_chunk_ids=())
+    processed = replace(
+        record, status=DocumentStatus.PROCESSED, reason="", failure_kind=None, failed_chunk_ids=()
+    )
     return state, DocumentOutcome(record=processed, chunks=retry.chunks, changes=changes)
 
 

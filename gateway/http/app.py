@@ -34,7 +34,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from connectors.redis.failures import failed_documents
-from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import GraphRecords, IndexControl
 from dataflow.core.documents import DocumentStatus
 from gateway.convert import mode_to_proto
 from gateway.http.auth import BearerTokenMiddleware
@@ -71,7 +71,7 @@ class HttpOptions:
 class VersionWatch:
     """The index version and when this server first saw it (freshness for the UI)."""
 
-    def __init__(self, graph: GraphStore) -> None:
+    def __init__(self, graph: GraphRecords) -> None:
         self._graph = graph
         self._version = -1
         self._changed_at_ms = 0
@@ -95,12 +95,14 @@ class HttpApi:
         self,
         knowledge_graph: KnowledgeGraphService,
         ingest: IngestService,
-        graph: GraphStore,
+        graph: GraphRecords,
+        control: IndexControl,
         serving: Callable[[], bool],
     ) -> None:
         self.knowledge_graph = knowledge_graph
         self.ingest = ingest
         self.graph = graph
+        self.control = control
         self.serving = serving
         self.versions = VersionWatch(graph)
 
@@ -236,7 +238,7 @@ class HttpApi:
         def retry() -> dict[str, Any]:
             retried, permanent = failed_documents(self.graph)
             if retried:
-                self.graph.request_retry(time.time())
+                self.control.request_retry(time.time())
             return {
                 "retried": retried,
                 "not_retried": [{"doc_id": d, "reason": r} for d, r in permanent],

@@ -92,8 +92,12 @@ def require_index(settings: Settings) -> None:
 
 
 def open_index_graph(settings: Settings) -> Any:
+    """The index's graph records, its control plane, and the embedded Redis started for them
+    (None when a server holds them or a running kgstream's was attached to): stop it."""
+    from connectors.redis.index_control import RedisIndexControl
     from connectors.stores import open_graph_store
     from kgstream.assembly import store_locations
 
     require_index(settings)
-    return open_graph_store(store_locations(settings))
+    graph, embedded = open_graph_store(store_locations(settings))
+    return graph, RedisIndexControl(graph.client, graph.workspace), embedded

@@ -53,10 +53,12 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
                 settings.data_dir,
                 options,
                 on_commit,
-                retries=RetryRequestSource(components.stores.graph, follow=False),
+                retries=RetryRequestSource(
+                    components.stores.graph, components.stores.control, follow=False
+                ),
             )
             bar.close()
-            print_status(components.stores.graph, as_json=False)
+            print_status(components.stores.graph, components.stores.control, as_json=False)
         finally:
             components.close()
     return 0
@@ -73,9 +75,11 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
         components = build_components(settings, metrics, client)
         gateway = lag = None
         if metrics is not None:
-            metrics.watch_index(components.stores.graph, settings.kafka_topic)
+            metrics.watch_index(
+                components.stores.graph, components.stores.control, settings.kafka_topic
+            )
         try:
-            source = _live_source(settings, args, components.stores.graph, metrics)
+            source = _live_source(settings, args, components.stores.control, metrics)
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
                 engine = build_engine(
@@ -89,10 +93,14 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
                     source,
                     settings.kafka_bootstrap_servers,
                     settings.kafka_topic,
-                    components.stores.graph,
+                    components.stores.control,
                     metrics,
                 ).start()
-            retries = RetryRequestSource(components.stores.graph, follow=not args.until_caught_up)
+            retries = RetryRequestSource(
+                components.stores.graph,
+                components.stores.control,
+                follow=not args.until_caught_up,
+            )
             run_indexer(components, source, settings.data_dir, options, retries=retries)
         finally:
             if lag is not None:
@@ -104,7 +112,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _live_source(
-    settings: Settings, args: argparse.Namespace, graph: Any, metrics: Any = None
+    settings: Settings, args: argparse.Namespace, control: Any, metrics: Any = None
 ) -> Any:
     if settings.kafka_bootstrap_servers and args.watch is None:
         from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
@@ -122,7 +130,7 @@ def _live_source(
         )
         from kgstream.telemetry import record_dead_letter
 
-        return KafkaDocumentSource(options, record_dead_letter(graph, metrics))
+        return KafkaDocumentSource(options, record_dead_letter(control, metrics))
     from connectors.folder.source import FolderSource, FolderSourceOptions
     from kgstream.telemetry import record_source_hold
 
@@ -131,7 +139,7 @@ def _live_source(
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder", "pass --watch DIR (or --kafka HOST:PORT)")
     print(f"kgstream: watching {folder.resolve()} (data in {settings.data_dir})", flush=True)
-    on_hold = record_source_hold(graph, metrics)
+    on_hold = record_source_hold(control, metrics)
     on_hold(None)  # a hold recorded by a run that was killed is over
     return FolderSource(
         FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes),
@@ -173,7 +181,7 @@ def command_replay(settings: Settings, args: argparse.Namespace) -> int:
             finally:
                 stop.set()
                 watcher.join()
-            print_status(components.stores.graph, as_json=False)
+            print_status(components.stores.graph, components.stores.control, as_json=False)
         finally:
             components.close()
     return 0

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgstream.commands.common import UserError, data_dir_lock, open_index_graph, require_index
 from kgstream.settings import Settings
+
+if TYPE_CHECKING:
+    from connectors.redis.ports import GraphRecords, IndexControl
+    from dataflow.core.documents import FailureKind
 
 
 def command_config(settings: Settings, args: argparse.Namespace) -> int:
@@ -55,16 +59,16 @@ def command_preview(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def command_status(settings: Settings, args: argparse.Namespace) -> int:
-    graph, embedded = open_index_graph(settings)
+    graph, control, embedded = open_index_graph(settings)
     try:
-        print_status(graph, as_json=args.json)
+        print_status(graph, control, as_json=args.json)
     finally:
         if embedded is not None:
             embedded.stop()
     return 0
 
 
-def status_data(graph: Any) -> dict[str, Any]:
+def status_data(graph: GraphRecords, control: IndexControl) -> dict[str, Any]:
     from dataflow.core.documents import DocumentStatus
 
     counts = graph.status_counts()
@@ -72,13 +76,13 @@ def status_data(graph: Any) -> dict[str, Any]:
     failed = graph.get_documents(failed_ids)
     processing_ids, _ = graph.documents_by_status(DocumentStatus.PROCESSING, 0, 10)
     processing = graph.get_documents(processing_ids)
-    dead_count, newest = graph.dead_letters(limit=5)
+    dead_count, newest = control.dead_letters(limit=5)
     return {
         "documents": {status.value: counts.get(status, 0) for status in DocumentStatus},
         "index_version": graph.version(),
         "records": graph.record_counts(),
-        "consumer_lag": {str(p): n for p, n in graph.consumer_lag().items()},
-        "source_hold": graph.source_hold(),
+        "consumer_lag": {str(p): n for p, n in control.consumer_lag().items()},
+        "source_hold": control.source_hold(),
         "dead_letters": {
             "count": dead_count,
             "newest": [
@@ -100,7 +104,8 @@ def status_data(graph: Any) -> dict[str, Any]:
                 "doc_id": doc_id,
                 "file_path": failed[doc_id].record.file_path,
                 "reason": failed[doc_id].record.reason,
-                "retryable": bool(failed[doc_id].record.failed_chunk_ids),
+                "failure_kind": _kind_name(failed[doc_id].record.failure_kind),
+                "retryable": failed[doc_id].record.retryable,
             }
             for doc_id in failed_ids
             if doc_id in failed
@@ -108,8 +113,12 @@ def status_data(graph: Any) -> dict[str, Any]:
     }
 
 
-def print_status(graph: Any, as_json: bool) -> None:
-    data = status_data(graph)
+def _kind_name(kind: FailureKind | None) -> str | None:
+    return None if kind is None else kind.value
+
+
+def print_status(graph: GraphRecords, control: IndexControl, as_json: bool) -> None:
+    data = status_data(graph, control)
     if as_json:
         print(json.dumps(data, indent=2))
         return
@@ -140,7 +149,7 @@ def print_status(graph: Any, as_json: bool) -> None:
 def command_export(settings: Settings, args: argparse.Namespace) -> int:
     from kgstream.export import export_data, write_graphml, write_json, write_node_link
 
-    graph, embedded = open_index_graph(settings)
+    graph, _, embedded = open_index_graph(settings)
     try:
         data = export_data(graph, with_times=args.with_times)
     finally:
@@ -176,6 +185,7 @@ def command_rebuild_vectors(settings: Settings, args: argparse.Namespace) -> int
 
 
 def command_compact(settings: Settings, args: argparse.Namespace) -> int:
+    from connectors.redis.index_control import RedisIndexControl
     from connectors.stores import open_graph_store, open_vector_store
     from connectors.vectors.edge import EdgeVectorStore
     from kgstream.assembly import store_locations
@@ -194,7 +204,7 @@ def command_compact(settings: Settings, args: argparse.Namespace) -> int:
         vectors = open_vector_store(store_locations(settings))
         assert embedded is not None and isinstance(vectors, EdgeVectorStore)  # not servers
         try:
-            dictionary = graph.snapshot_dictionary()
+            dictionary = RedisIndexControl(graph.client, graph.workspace).snapshot_dictionary()
             compact(embedded, vectors, settings.data_dir / "recovery", dictionary)
         finally:
             vectors.close()

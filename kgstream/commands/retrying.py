@@ -1,6 +1,6 @@
 """`kgstream retry-failed`: ask the indexer to extract again what the LLM failed to.
 
-It writes one retry request (`GraphStore.request_retry`) when FAILED documents whose
+It writes one retry request (`IndexControl.request_retry`) when FAILED documents whose
 extraction failed (a transient cause: LLM errors, timeouts, garbage replies) exist; the
 running indexer reads it at once, and `kgstream index` or `kgstream run` at their next start,
 and re-extracts those documents' failed chunks (`connectors/redis/retry_requests.py`).
@@ -21,11 +21,11 @@ _SHOWN = 10
 
 
 def command_retry_failed(settings: Settings, args: argparse.Namespace) -> int:
-    graph, embedded = open_index_graph(settings)
+    graph, control, embedded = open_index_graph(settings)
     try:
         retried, permanent = failed_documents(graph)
         if retried:
-            graph.request_retry(time.time())
+            control.request_retry(time.time())
     finally:
         if embedded is not None:
             embedded.stop()

@@ -64,7 +64,7 @@ def command_serve(settings: Settings, args: argparse.Namespace) -> int:
         embedder = build_embedder(settings)
         stores = open_settings_stores(settings, embedder)
         if metrics is not None:
-            metrics.watch_index(stores.graph, settings.kafka_topic)
+            metrics.watch_index(stores.graph, stores.control, settings.kafka_topic)
         client = build_chat_client(settings, metrics)
         try:
             engine = build_engine(settings, stores, embedder, metrics, client)

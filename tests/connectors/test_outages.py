@@ -11,10 +11,11 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 from redis.cluster import RedisCluster
 
 from connectors.errors import OutageWait, StoppedDuringOutage, StoreUnavailable, store_outages
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, open_stores
 from connectors.vectors.qdrant import QdrantClientVectorStore
+from dataflow.core.commit import GraphBatch
 from tests.connectors.redis.test_graph_store import entity
 from tests.kgstream.processes import wait_until
 from tests.support.ports import free_port

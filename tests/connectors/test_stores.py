@@ -15,8 +15,8 @@ from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.written_lists import LONG
 from connectors.stores import Stores
-from connectors.vectors.base import VectorKind, VectorPoint
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorKind, VectorPoint
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord
 from tests.kgstream.processes import wait_until

@@ -5,7 +5,7 @@ import dataclasses
 import pickle
 from collections import Counter
 
-from connectors.vectors.base import VectorKind
+from connectors.vectors.port import VectorKind
 from connectors.writes import store_write
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import DocumentCommit, merge_batches, records_batch, written_acks

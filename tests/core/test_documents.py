@@ -5,9 +5,9 @@ from dataflow.core.documents import (
     DocumentFailure,
     DocumentLimits,
     DocumentUpsert,
+    FailureKind,
     PreparedDocument,
     content_hash,
-    failure_kind,
     prepare_document,
 )
 from dataflow.core.offline.extractor import extract_offline
@@ -65,9 +65,9 @@ def test_utf16_without_a_byte_order_mark_is_binary():
 
 
 def test_broken_utf16_after_its_mark_fails_naming_the_encoding_and_the_byte():
-    reason = failure(b"\xff\xfeH\x00i\x00\x00\xd8!\x00").reason  # a lone high surrogate
-    assert reason.startswith("content is not valid UTF-16LE (byte 6:"), reason
-    assert failure_kind(reason) == "not_utf8"
+    failed = failure(b"\xff\xfeH\x00i\x00\x00\xd8!\x00")  # a lone high surrogate
+    assert failed.reason.startswith("content is not valid UTF-16LE (byte 6:"), failed.reason
+    assert failed.kind is FailureKind.NOT_UTF8
 
 
 def test_content_hash_ignores_surrounding_whitespace_but_not_content():
@@ -100,6 +100,28 @@ def test_binary_content_fails():
 def test_document_over_the_size_limit_fails_naming_the_limit():
     reason = failure("x" * 101, DocumentLimits(max_bytes=100)).reason
     assert "101 bytes" in reason and "100 bytes" in reason
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "content", "kind"),
+    [
+        ("a.md", "x" * 11, FailureKind.TOO_LARGE),
+        ("a.md", b"caf\xe9", FailureKind.NOT_UTF8),
+        ("a.md", "Zo\udce9", FailureKind.NOT_UTF8),  # an unpaired surrogate
+        ("a.md", b"\x00\x01\x02\x03ab", FailureKind.BINARY),
+        ("a.md", "\x01\x02\x03\x04ab", FailureKind.BINARY),
+        ("a.md", "  \n ", FailureKind.EMPTY),
+        (" ", "text", FailureKind.BAD_DOC_ID),
+    ],
+)
+def test_each_failure_carries_its_kind_as_a_value(doc_id, content, kind):
+    failed = prepare_document(DocumentUpsert(doc_id, content, "a.md"), DocumentLimits(max_bytes=10))
+    assert isinstance(failed, DocumentFailure)
+    assert failed.kind is kind and failed.reason
+
+
+def test_only_an_extraction_failure_is_retryable():
+    assert [kind for kind in FailureKind if kind.retryable] == [FailureKind.EXTRACTION]
 
 
 def test_size_limit_must_be_positive():

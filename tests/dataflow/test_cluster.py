@@ -13,8 +13,8 @@ from connectors.kafka.producer import DocumentEventProducer
 from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
-from connectors.vectors.base import VectorKind
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorKind
 from dataflow.core.naming import relation_id
 from dataflow.flow import build_flow
 from tests.dataflow.harness import fresh_build, new_components

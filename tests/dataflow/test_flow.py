@@ -9,7 +9,7 @@ from bytewax.testing import TestingSource
 
 from connectors.folder.source import FolderSource, FolderSourceOptions
 from connectors.redis.written_lists import SIDE
-from connectors.vectors.base import VectorKind
+from connectors.vectors.port import VectorKind
 from dataflow import flow
 from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentStatus, DocumentUpsert
 from dataflow.core.naming import relation_id

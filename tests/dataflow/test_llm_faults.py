@@ -143,9 +143,10 @@ def test_a_retry_request_re_extracts_only_the_failed_chunks_and_equals_a_fresh_b
 
     llm_server.fault_for = None  # the endpoint recovers
     llm_server.reset()
-    graph_store.request_retry(at=50.0)
-    graph_store.request_retry(at=51.0)  # two requests read together: one scan, one retry
-    retries = RetryRequestSource(graph_store, follow=False)
+    control = llm_components.stores.control
+    control.request_retry(at=50.0)
+    control.request_retry(at=51.0)  # two requests read together: one scan, one retry
+    retries = RetryRequestSource(graph_store, control, follow=False)
     run(llm_components, [], tmp_path / "recovery", retries=retries, start=100.0)
 
     graph = stored(llm_components).graph

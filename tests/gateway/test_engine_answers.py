@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from connectors.llm.client import ChatClient, InMemoryResponseCache, LLMOptions
-from connectors.redis.graph_store import GraphBatch
+from dataflow.core.commit import GraphBatch
 from gateway.engine import QueryEngine
 from gateway.extractive import EXTRACTIVE_NOTE
 from gateway.keywords import (

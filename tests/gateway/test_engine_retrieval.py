@@ -10,9 +10,10 @@ import time
 import pytest
 
 from connectors.errors import StoreUnavailable
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
 from connectors.stores import Stores
-from connectors.vectors.base import VectorKind
+from connectors.vectors.port import VectorKind
+from dataflow.core.commit import GraphBatch
 from dataflow.core.naming import relation_id
 from gateway import retrieval as lanes
 from gateway.context import chunk_budget, chunk_line, entity_line, reference_line, relation_line

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.redis.graph_store import GraphBatch
+from dataflow.core.commit import GraphBatch
 from gateway.server import RunningServer
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import ANSWER, http_gateway, new_engine

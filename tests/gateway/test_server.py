@@ -18,6 +18,7 @@ import pytest
 
 from connectors.llm.client import ChatClient, LLMOptions
 from connectors.redis.graph_store import GraphStore
+from connectors.redis.index_control import RedisIndexControl
 from gateway import convert
 from gateway.engine import QueryEngine
 from gateway.extractive import EXTRACTIVE_NOTE
@@ -62,7 +63,10 @@ def running_gateway(
     options: ServerOptions | None = None,
     producer: EventPublisher | None = None,
 ) -> Iterator[tuple[RunningServer, grpc.Channel]]:
-    server = serve(engine, graph, options or ServerOptions(address="127.0.0.1:0"), producer)
+    control = RedisIndexControl(graph.client, graph.workspace)
+    server = serve(
+        engine, graph, control, options or ServerOptions(address="127.0.0.1:0"), producer
+    )
     channel = grpc.insecure_channel(server.address)
     try:
         yield server, channel
@@ -77,7 +81,8 @@ def http_gateway(
 ) -> Iterator[RunningServer]:
     """The gateway on free ports, gRPC and HTTP (`RunningServer.http`), over `engine`."""
     addresses = ServerOptions(address="127.0.0.1:0", http_address="127.0.0.1:0", **options)
-    server = serve(engine, graph, addresses, producer)
+    control = RedisIndexControl(graph.client, graph.workspace)
+    server = serve(engine, graph, control, addresses, producer)
     try:
         yield server
     finally:

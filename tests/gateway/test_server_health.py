@@ -38,7 +38,8 @@ def engine(corpus: Corpus, llm_server: OpenAICompatibleServer) -> QueryEngine:
 
 def gateway(engine: QueryEngine, corpus: Corpus, checks: dict[str, HealthCheck]) -> RunningServer:
     options = ServerOptions(address="127.0.0.1:0", health_interval_seconds=0.05)
-    return serve(engine, corpus.stores.graph, options, health_checks=checks)
+    stores = corpus.stores
+    return serve(engine, stores.graph, stores.control, options, health_checks=checks)
 
 
 def statuses(address: str) -> set[int]:
@@ -114,6 +115,7 @@ def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all
     running = serve(
         engine,
         own.stores.graph,
+        own.stores.control,
         ServerOptions("127.0.0.1:0", health_interval_seconds=0.05),
         health_checks=checks,
     )

@@ -54,7 +54,7 @@ def tls_gateway(
         address="127.0.0.1:0", auth_token=TOKEN, tls_cert_path=cert, tls_key_path=key
     )
     engine: QueryEngine = new_engine(corpus, None)
-    running = serve(engine, corpus.stores.graph, options)
+    running = serve(engine, corpus.stores.graph, corpus.stores.control, options)
     yield running
     running.stop(grace=None)
 
@@ -121,4 +121,4 @@ def test_an_unreadable_certificate_fails_the_start_naming_the_setting(
         address="127.0.0.1:0", tls_cert_path=tmp_path / "none.crt", tls_key_path=tmp_path / "k"
     )
     with pytest.raises(OSError, match="cannot read the gateway's tls_cert_path"):
-        serve(new_engine(corpus, None), corpus.stores.graph, options)
+        serve(new_engine(corpus, None), corpus.stores.graph, corpus.stores.control, options)

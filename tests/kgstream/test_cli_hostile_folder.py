@@ -14,6 +14,7 @@ import pytest
 
 from connectors.folder.scan import iter_document_paths, read_document
 from connectors.redis.graph_store import GraphStore
+from connectors.redis.index_control import RedisIndexControl
 from dataflow.core.contributions import Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.index import ReferenceIndex
@@ -101,7 +102,7 @@ def test_watching_names_with_non_utf8_bytes_survives_edits_deletes_and_restarts(
 
 def source_hold(server: RedisTestServer) -> str | None:
     with GraphStore.from_url(server.url) as graph:
-        return graph.source_hold()
+        return RedisIndexControl(graph.client, graph.workspace).source_hold()
 
 
 @pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")

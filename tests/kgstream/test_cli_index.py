@@ -189,7 +189,7 @@ def test_commands_on_a_missing_index_say_what_to_do(tmp_path, capsys):
 
 def test_rebuild_vectors_re_embeds_everything_with_the_new_model(tmp_path, monkeypatch, capsys):
     from connectors.stores import StoreLocations, open_stores
-    from connectors.vectors.base import VectorKind, VectorSpaceMismatchError
+    from connectors.vectors.port import VectorKind, VectorSpaceMismatchError
 
     folder, data = tmp_path / "docs", tmp_path / "data"
     write(folder, DOCS)
@@ -282,7 +282,7 @@ def stored_dictionary(data: Path) -> bytes | None:
     from connectors.stores import StoreLocations, open_stores
 
     with open_stores(StoreLocations(data), "test-embedding-model-384", 384) as stores:
-        return stores.graph.snapshot_dictionary()
+        return stores.control.snapshot_dictionary()
 
 
 def test_the_first_run_with_enough_small_snapshots_packs_them_with_a_dictionary_kept_for_good(
@@ -316,3 +316,23 @@ def test_the_first_run_with_enough_small_snapshots_packs_them_with_a_dictionary_
     fresh = tmp_path / "fresh"
     index(folder, fresh)
     assert export(data, tmp_path) == export(fresh, tmp_path)
+
+
+def test_an_index_of_an_older_records_layout_is_refused_with_the_commands_that_rebuild(
+    tmp_path, capsys
+):
+    from connectors.stores import StoreLocations, open_graph_store
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    graph, embedded = open_graph_store(StoreLocations(data))
+    graph.client.delete(graph.keys.format)  # the records as an older kgstream left them
+    embedded.stop()
+    capsys.readouterr()
+
+    assert main(["status", "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert "older kgstream" in err and "kgstream index DIR --data NEW" in err
+    assert err.count("\n") == 2 and "hint: kgstream index DIR --data NEW" in err
+    assert main(["index", str(folder), "--data", str(data)]) == 2

@@ -10,6 +10,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from connectors.kafka.producer import DocumentEventProducer
+from connectors.redis.index_control import RedisIndexControl
 from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
 from tests.kgstream.processes import (
@@ -54,7 +55,7 @@ def consumer_lag(data: Path) -> dict[int, int]:
     """The lag a running `kgstream run --kafka` records for `kgstream status`."""
     graph, embedded = open_graph_store(StoreLocations(data))
     assert embedded is None
-    return graph.consumer_lag()
+    return RedisIndexControl(graph.client, graph.workspace).consumer_lag()
 
 
 def export(data: Path, env: dict[str, str]) -> dict:

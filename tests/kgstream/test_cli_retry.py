@@ -2,6 +2,7 @@
 again by the running indexer, or by the next `kgstream index`, without re-sending them;
 documents that failed for a permanent reason are listed and left alone."""
 
+import json
 import signal
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from connectors.index_export import read_graph
 from connectors.kafka.producer import DocumentEventProducer
 from connectors.stores import StoreLocations, open_graph_store
-from dataflow.core.documents import DocumentUpsert
+from dataflow.core.documents import DocumentUpsert, FailureKind
 from dataflow.core.index import IndexSnapshot
 from kgstream.cli import main
 from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
@@ -77,7 +78,20 @@ def test_retry_failed_then_the_next_index_re_extracts_what_failed(
         capsys.readouterr().out
     )
     failed = {"bad.md": "FAILED", "good.md": "PROCESSED", "latin1.md": "FAILED"}
-    assert statuses(graph_at_rest(data)) == failed
+    at_rest = graph_at_rest(data)
+    assert statuses(at_rest) == failed
+    kinds = {d: record.failure_kind for d, record in at_rest.documents.items()}
+    assert kinds == {
+        "bad.md": FailureKind.EXTRACTION,
+        "good.md": None,
+        "latin1.md": FailureKind.NOT_UTF8,
+    }
+    assert main(["status", "--data", str(data), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["failures"]
+    assert {(f["doc_id"], f["failure_kind"], f["retryable"]) for f in shown} == {
+        ("bad.md", "extraction", True),
+        ("latin1.md", "not_utf8", False),
+    }
 
     llm_server.fault_for = None  # the endpoint recovers
     capsys.readouterr()

@@ -14,7 +14,7 @@ from connectors.folder.scan import iter_document_paths, read_document
 from connectors.index_export import read_graph, read_index
 from connectors.stores import StoreLocations, open_graph_store, open_stores
 from connectors.tokenizer import TiktokenTokenizer
-from connectors.vectors.base import VectorKind
+from connectors.vectors.port import VectorKind
 from dataflow.core.contributions import Renderer
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
 from dataflow.core.naming import relation_id

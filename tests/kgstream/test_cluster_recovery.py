@@ -17,8 +17,8 @@ from connectors.embeddings.base import embedding_space_name
 from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.kafka.producer import DocumentEventProducer
 from connectors.kafka.source import topic_end_offsets
-from connectors.vectors.base import VectorKind
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import VectorKind
 from dataflow.core.documents import DocumentDelete
 from kgstream.recovery import read_partitions
 from tests.kgstream.processes import (

@@ -5,18 +5,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from connectors.redis.graph_store import GraphBatch, GraphStore
-from dataflow.core.documents import (
+from connectors.redis.graph_store import GraphStore
+from connectors.redis.index_control import RedisIndexControl
+from dataflow.core.commit import CommitBatch, CompletedDocument, GraphBatch
+from dataflow.core.documents import DocumentRecord, DocumentStatus, FailureKind
+from dataflow.core.messages import Ticket
+from kgstream.metrics import (
     FAILURE_KINDS,
-    DocumentFailure,
-    DocumentLimits,
-    DocumentRecord,
-    DocumentStatus,
-    DocumentUpsert,
-    failure_kind,
-    prepare_document,
+    Metrics,
+    MetricsServer,
+    parse_metrics_address,
+    start_metrics_server,
 )
-from kgstream.metrics import Metrics, MetricsServer, parse_metrics_address, start_metrics_server
+from kgstream.telemetry import IndexerMetrics
 
 _workspaces = itertools.count()
 
@@ -96,7 +97,7 @@ def test_closed_label_sets_are_exposed_as_zero_before_any_event():
         assert sample(text, "kgstream_llm_calls_total", f'kind="{kind}"') == 0
     for kind in FAILURE_KINDS:
         assert sample(text, "kgstream_failures_total", f'reason_kind="{kind}"') == 0
-    assert "too_large" in FAILURE_KINDS and "not_utf8" in FAILURE_KINDS
+    assert set(FAILURE_KINDS) == {kind.value for kind in FailureKind}
 
 
 def test_process_metrics_are_exported():
@@ -117,9 +118,10 @@ def test_the_index_state_is_read_from_redis_at_every_scrape(redis_server):
                 )
             )
         )
-        graph.set_consumer_lag({0: 4, 2: 9})
+        control = RedisIndexControl(graph.client, graph.workspace)
+        control.set_consumer_lag({0: 4, 2: 9})
         metrics = Metrics()  # as after a restart: nothing was counted in this process
-        metrics.watch_index(graph, "docs")
+        metrics.watch_index(graph, control, "docs")
         text = metrics.exposition().decode()
         assert sample(text, "kgstream_index_version") == graph.version() == 1
         assert sample(text, "kgstream_documents_by_status", 'status="PROCESSED"') == 1
@@ -135,22 +137,28 @@ def test_the_index_state_is_read_from_redis_at_every_scrape(redis_server):
         graph.close()
 
 
-@pytest.mark.parametrize(
-    ("doc_id", "content", "kind"),
-    [
-        ("a.md", "x" * 11, "too_large"),
-        ("a.md", b"caf\xe9", "not_utf8"),
-        ("a.md", b"\x00\x01\x02\x03ab", "binary"),
-        ("a.md", "  \n ", "empty"),
-        (" ", "text", "bad_doc_id"),
-    ],
-)
-def test_failure_kinds_name_the_reasons_documents_really_fail_with(doc_id, content, kind):
-    failed = prepare_document(DocumentUpsert(doc_id, content, "a.md"), DocumentLimits(max_bytes=10))
-    assert isinstance(failed, DocumentFailure)
-    assert failure_kind(failed.reason) == kind
-    assert failure_kind("extraction failed for 2 chunk(s): HTTP 500") == "extraction"
-    assert failure_kind("a reason no one wrote yet") == "other"
+def test_a_failed_document_is_counted_under_the_kind_it_failed_with():
+    metrics = Metrics()
+    failed = DocumentRecord(
+        "a.md",
+        DocumentStatus.FAILED,
+        reason="extraction failed for 1 chunk(s): HTTP 500",
+        failure_kind=FailureKind.EXTRACTION,
+        failed_chunk_ids=("c1",),
+    )
+    done = DocumentRecord("b.md", DocumentStatus.PROCESSED)
+    completed = tuple(
+        CompletedDocument(Ticket(record.doc_id, "t"), record, 0.0) for record in (failed, done)
+    )
+
+    IndexerMetrics(metrics).committed(CommitBatch(completed=completed))
+
+    text = metrics.exposition().decode()
+    assert sample(text, "kgstream_failures_total", 'reason_kind="extraction"') == 1
+    assert (
+        sum(sample(text, "kgstream_failures_total", f'reason_kind="{k}"') for k in FAILURE_KINDS)
+        == 1
+    )
 
 
 def test_each_metrics_object_has_its_own_registry():

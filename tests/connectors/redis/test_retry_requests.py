@@ -4,6 +4,7 @@ that an unreachable Redis makes it wait instead of ending the dataflow."""
 import pytest
 
 from connectors.redis.graph_store import GraphStore
+from connectors.redis.index_control import RedisIndexControl
 from connectors.redis.retry_requests import RetryRequestSource
 from tests.support.ports import free_port
 
@@ -16,15 +17,17 @@ def graph(redis_server):
 
 
 def test_a_one_shot_partition_reads_the_requests_there_at_its_first_read_then_ends(graph):
-    graph.request_retry(1.0)
-    graph.request_retry(2.0)
-    part = RetryRequestSource(graph, follow=False).build_part("retries", "retry-requests", None)
+    control = RedisIndexControl(graph.client, graph.workspace)
+    control.request_retry(1.0)
+    control.request_retry(2.0)
+    source = RetryRequestSource(graph, control, follow=False)
+    part = source.build_part("retries", "retry-requests", None)
 
     assert part.next_batch() == []  # no FAILED document to retry, but both requests are read
-    graph.request_retry(3.0)  # after the first read: for the next run
+    control.request_retry(3.0)  # after the first read: for the next run
     with pytest.raises(StopIteration):
         part.next_batch()
-    resumed = RetryRequestSource(graph, follow=True).build_part(
+    resumed = RetryRequestSource(graph, control, follow=True).build_part(
         "retries", "retry-requests", part.snapshot()
     )
     assert resumed.next_batch() == [] and resumed.snapshot() > part.snapshot()
@@ -33,8 +36,10 @@ def test_a_one_shot_partition_reads_the_requests_there_at_its_first_read_then_en
 def test_an_unreachable_redis_makes_the_partition_wait_not_fail():
     port = free_port()  # a port nobody listens on once the probe closes
     graph = GraphStore.from_url(f"redis://127.0.0.1:{port}/0", "retry-requests-test")
+    control = RedisIndexControl(graph.client, graph.workspace)
     for follow in (True, False):
-        part = RetryRequestSource(graph, follow=follow).build_part("retries", "retry-requests", "0")
+        source = RetryRequestSource(graph, control, follow=follow)
+        part = source.build_part("retries", "retry-requests", "0")
 
         assert part.next_batch() == []
         assert part.next_awake() is not None

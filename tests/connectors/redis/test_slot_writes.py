@@ -12,10 +12,11 @@ from typing import TypeVar
 import pytest
 from redis.cluster import RedisCluster
 
-from connectors.redis.graph_store import GraphBatch, GraphStore
+from connectors.redis.graph_store import GraphStore
 from connectors.redis.slot_writes import SlotWrites, plan_phases, read_state, run_phase
 from connectors.redis.written_lists import SIDE
 from dataflow.core.chunking import Chunk
+from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from tests.connectors.redis.test_graph_store import document, entity, relation, snapshot

@@ -26,17 +26,9 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
-from connectors.vectors.base import (
-    BaseVectorStore,
-    JsonValue,
-    VectorFilter,
-    VectorHit,
-    VectorKind,
-    VectorPoint,
-    VectorStoreOptions,
-    path_prefixes,
-)
+from connectors.vectors.base import BaseVectorStore, VectorStoreOptions, path_prefixes
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import JsonValue, VectorFilter, VectorHit, VectorKind, VectorPoint
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.naming import relation_id, relation_pair

@@ -14,7 +14,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from connectors.stores import open_vector_store
-from connectors.vectors.base import VectorKind, VectorPoint
+from connectors.vectors.port import VectorKind, VectorPoint
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from kgstream.assembly import store_locations

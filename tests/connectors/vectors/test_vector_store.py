@@ -24,12 +24,6 @@ from connectors.vectors.base import (
     PAYLOAD_FIELD,
     TERMS_FIELD,
     BaseVectorStore,
-    VectorFilter,
-    VectorHit,
-    VectorKind,
-    VectorPoint,
-    VectorSpaceMismatchError,
-    VectorStoreNotOpenError,
     VectorStoreOptions,
     collection_name,
     index_fields,
@@ -38,6 +32,14 @@ from connectors.vectors.base import (
     strip_index_fields,
 )
 from connectors.vectors.edge import EdgeVectorStore
+from connectors.vectors.port import (
+    VectorFilter,
+    VectorHit,
+    VectorKind,
+    VectorPoint,
+    VectorSpaceMismatchError,
+    VectorStoreNotOpenError,
+)
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from dataflow.core.lexical import inverse_document_frequency, term_dimension
 from dataflow.core.naming import relation_id, relation_pair
