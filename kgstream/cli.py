@@ -18,7 +18,6 @@ from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import moved_message
 from connectors.vectors.base import VectorSpaceMismatchError
 from gateway.types import MODE_NAMES, QueryParams
-from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
 from kgstream.commands.inspection import (
     command_compact,
@@ -30,6 +29,7 @@ from kgstream.commands.inspection import (
 )
 from kgstream.commands.retrying import command_retry_failed
 from kgstream.commands.serving import command_query, command_serve
+from kgstream.errors import RunCannotGoOn, UserError
 from kgstream.settings import Settings, SettingsError, load_settings
 
 

@@ -37,7 +37,7 @@ from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
 from dataflow.core.snapshots import use_dictionary
 from dataflow.flow import build_flow
-from kgstream.commands.common import RunCannotGoOn, UserError
+from kgstream.errors import RunCannotGoOn, UserError
 from kgstream.recovery import RecoveryPartitions, legacy_commit_in_flight, prepare_recovery
 from kgstream.settings import Settings
 

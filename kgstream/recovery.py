@@ -38,7 +38,7 @@ from dataflow.core.snapshots import (
     use_dictionary,
 )
 from dataflow.core.steps import DocumentState
-from kgstream.commands.common import UserError
+from kgstream.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kgstream.commands.common import UserError, data_dir_lock, run_options, telemetry
+from kgstream.commands.common import data_dir_lock, run_options, telemetry
 from kgstream.commands.inspection import print_status
 from kgstream.commands.serving import start_gateway
+from kgstream.errors import UserError
 from kgstream.settings import Settings
 
 

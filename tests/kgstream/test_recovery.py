@@ -24,7 +24,7 @@ from dataflow.core.snapshots import (
 )
 from dataflow.core.steps import DocumentState
 from kgstream.cli import main
-from kgstream.commands.common import UserError
+from kgstream.errors import UserError
 from kgstream.maintenance import compact_recovery
 from kgstream.recovery import (
     legacy_commit_in_flight,
