@@ -58,7 +58,6 @@ from dataflow.core.commit import (
     written_acks,
 )
 from dataflow.core.contributions import (
-    ChunkContributions,
     ChunkLedger,
     Draft,
     EntityDraft,
@@ -264,13 +263,10 @@ def packed_flat_map(
     """`op.stateful_flat_map` whose snapshot is the state's own packed bytes (`packed()`,
     read back by `unpacked`) instead of a deep copy that Bytewax pickles: a pickled object
     names the function that restores it in every row, 50 bytes of a 200-byte document or
-    ledger snapshot (docs/design.md, "The restore function's name in every row"). The
-    substeps are `stateful_flat_map`'s, so a recovery database written with it resumes; a
-    snapshot from then (an object) is taken as the state it is."""
+    ledger snapshot (docs/design.md, "The restore function's name in every row")."""
 
-    def builder(resume: bytes | S | None) -> _PackedFlatMapLogic[V, W, S]:
-        state = unpacked(resume) if isinstance(resume, bytes) else resume
-        return _PackedFlatMapLogic(mapper, state)
+    def builder(resume: bytes | None) -> _PackedFlatMapLogic[V, W, S]:
+        return _PackedFlatMapLogic(mapper, unpacked(resume) if resume is not None else None)
 
     return op.stateful("stateful", up, builder)
 
@@ -488,10 +484,8 @@ def _gated(source: Source[SourceEvent], components: Components) -> Source[Source
 
 
 def _chunk_step(
-    state: ChunkLedger | ChunkContributions | None, outcome: ChunkOutcome
+    state: ChunkLedger | None, outcome: ChunkOutcome
 ) -> tuple[ChunkLedger | None, list[TaggedDelta | ChunkSettled]]:
-    if isinstance(state, ChunkContributions):  # resumed from a snapshot made before ledgers
-        state = ChunkLedger.of(state)
     new_state, deltas = update_chunk(state, outcome.event)
     return new_state, chunk_messages(outcome, deltas, new_state)
 
@@ -573,14 +567,6 @@ class _FragmentsLogicState(Generic[K, F]):
         fragments = FragmentRows(kind, rows).restore() if rows is not None else None
         return _FragmentsLogicState(key, fragments, Counter(dict(acks)), due, released)
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        """Resumes a snapshot pickled before states were packed: a dict of the fields, the
-        fragments as `FragmentRows` or, before rows, as fragments."""
-        fragments = state.get("fragments")
-        if isinstance(fragments, FragmentRows):
-            state = {**state, "fragments": fragments.restore()}
-        self.__dict__.update(state)
-
 
 _PackedFragmentsState = tuple[
     Any,  # the key: an entity key or a relation pair
@@ -589,15 +575,6 @@ _PackedFragmentsState = tuple[
     datetime | None,
     datetime | None,
 ]
-
-
-def _unpack_fragments_state(blob: bytes) -> _FragmentsLogicState[Any, Any]:
-    """Resumes a snapshot of the version before snapshots were bytes (December 4-5, 2026):
-    the state object, pickled as this function applied to its packed blob, which held the
-    fragments' kind beside their rows."""
-    key, kind_rows, acks, due, released = cast(_PackedStateWithKind, unpack(blob))
-    fragments = FragmentRows(*kind_rows).restore() if kind_rows is not None else None
-    return _FragmentsLogicState(key, fragments, Counter(dict(acks)), due, released)
 
 
 _LoggedFragmentsState = tuple[
@@ -623,15 +600,6 @@ _HeldFragmentsState = tuple[
 
 
 _HELD_FIELDS = 8  # a `_HeldFragmentsState`'s; a `_LoggedFragmentsState` has 6
-
-
-_PackedStateWithKind = tuple[
-    Any,
-    tuple[Any, dict[str, tuple[object, ...]]] | None,  # the fragments' kind and rows
-    tuple[tuple[tuple[Ticket, str], int], ...],
-    datetime | None,
-    datetime | None,
-]
 
 
 def _never(draft: Draft | None) -> bool:
@@ -661,16 +629,17 @@ class _FragmentsLogic(
 
     def __init__(
         self,
-        resume: bytes | _FragmentsLogicState[K, F] | None,
+        resume: bytes | None,
         delay: timedelta,
         summary_due: Callable[[Draft | None], bool] | None = None,
         tally_over: int = 64,
         log_over: int = LOG_OVER,
     ) -> None:
-        if isinstance(resume, bytes):
-            resume = _FragmentsLogicState.unpack(resume, self.kind)
-        # else a snapshot of an earlier version, an object that unpickled itself
-        self.state: _FragmentsLogicState[K, F] = resume or _FragmentsLogicState()
+        self.state: _FragmentsLogicState[K, F] = (
+            _FragmentsLogicState.unpack(resume, self.kind)
+            if resume is not None
+            else _FragmentsLogicState()
+        )
         self.delay = delay
         self.summary_due: Callable[[Draft | None], bool] = summary_due or _never
         self.tally_over = tally_over

@@ -38,7 +38,7 @@ from dataflow.core.messages import SourceEvent
 from dataflow.core.snapshots import use_dictionary
 from dataflow.flow import build_flow
 from kgstream.errors import RunCannotGoOn, UserError
-from kgstream.recovery import RecoveryPartitions, legacy_commit_in_flight, prepare_recovery
+from kgstream.recovery import RecoveryPartitions, prepare_recovery
 from kgstream.settings import Settings
 
 _LOGGER = logging.getLogger("kgstream.indexer")
@@ -123,16 +123,6 @@ def run_indexer(
         use_dictionary(components.stores.graph.snapshot_dictionary())
         index_exists = components.stores.graph.version() > 0
         recovery, partitions = recovery_config(data_dir, options, index_exists)
-        stuck = legacy_commit_in_flight(partitions.directory)
-        if stuck:
-            _LOGGER.warning(
-                "%d document(s) were in flight when an earlier kgstream version last "
-                "snapshotted (%s); commits are partitioned now and their commit state is not "
-                "carried over: they stay PROCESSING until they change again (save the file, "
-                "or send the event again)",
-                len(stuck),
-                ", ".join(stuck[:10]),
-            )
         if options.processes > 1:
             print(f"kgstream: process {options.process_id}: {partitions.describe()}", flush=True)
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}

@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from bytewax.recovery import init_db_dir
 
-from dataflow.core.contributions import ChunkLedger
 from dataflow.core.snapshots import (
     DICTIONARY_SAMPLES,
     SMALL_STATE,
@@ -37,7 +37,6 @@ from dataflow.core.snapshots import (
     train_dictionary,
     use_dictionary,
 )
-from dataflow.core.steps import DocumentState
 from kgstream.errors import UserError
 
 
@@ -114,9 +113,36 @@ def prepare_recovery(
     for index in set(range(count)) - set(held):
         (staging / f"part-{index}.sqlite3").unlink()
     for index in held:
+        stamp_format(staging / f"part-{index}.sqlite3")
         make_reclaimable(staging / f"part-{index}.sqlite3")
     staging.rename(directory)
     return RecoveryPartitions(directory, held, count)
+
+
+RECOVERY_FORMAT = 1
+"""The version of what kgstream keeps in its recovery partitions: its steps' ids and the
+forms of their snapshots. A partition of another version (or one made before partitions
+carried a version) is refused, never read: the index is rebuilt instead."""
+
+_FORMAT_TABLE = "kgstream_format"
+"""The table of a partition that holds its format's version, beside Bytewax's own tables: a
+stamp in each file travels with it when partitions move to another process's directory."""
+
+
+def stamp_format(partition: Path) -> None:
+    """Write `RECOVERY_FORMAT` into a new partition."""
+    with closing(sqlite3.connect(partition)) as connection, connection:
+        connection.execute(f"CREATE TABLE {_FORMAT_TABLE} (version INTEGER NOT NULL) STRICT")
+        connection.execute(f"INSERT INTO {_FORMAT_TABLE} (version) VALUES (?)", (RECOVERY_FORMAT,))
+
+
+def format_of(connection: sqlite3.Connection) -> int | None:
+    """The format a partition was stamped with, or None when it carries none."""
+    try:
+        row = connection.execute(f"SELECT version FROM {_FORMAT_TABLE}").fetchone()
+    except sqlite3.OperationalError:  # no such table
+        return None
+    return int(row[0]) if row is not None else None
 
 
 def make_reclaimable(partition: Path) -> None:
@@ -270,9 +296,8 @@ def pack_with_a_dictionary(
 
 
 def repack_small_snapshots(partitions: Sequence[Path]) -> None:
-    """Pack every small snapshot in `partitions` again in the current form: with the
-    current dictionary, and a document's or chunk's state from a row written before their
-    steps snapshotted bytes as those bytes. Run while Bytewax does not have them open."""
+    """Pack every small snapshot in `partitions` again with the current dictionary. Run
+    while Bytewax does not have them open."""
     for path in partitions:
         connection = sqlite3.connect(path, isolation_level=None)
         try:
@@ -304,35 +329,22 @@ def _unpickled(row: tuple[str, str, int, bytes]) -> tuple[str, str, int, object]
 
 
 def _packed_blob(change: bytes) -> bytes | None:
-    """The packed blob a snapshot is (the entity and relation steps') or holds (a chunk
-    ledger, a document's state), if any."""
+    """The packed blob a snapshot is (the document, chunk, entity and relation steps'),
+    if it is one."""
     value = pickle.loads(change)
-    if isinstance(value, bytes) and is_packed(value):
-        return value
-    if isinstance(value, _PACKED_STATES):
-        return value.packed()
-    return None
+    return value if isinstance(value, bytes) and is_packed(value) else None
 
 
-def _repackable(value: object) -> bool:
-    if isinstance(value, bytes):
-        return is_packed(value) and packed_with(value) != current_dictionary()
-    return isinstance(value, _PACKED_STATES)
+def _repackable(value: object) -> TypeGuard[bytes]:
+    """Whether `value` is a packed snapshot packed with another than the current dictionary."""
+    return (
+        isinstance(value, bytes) and is_packed(value) and packed_with(value) != current_dictionary()
+    )
 
 
-_PACKED_STATES = (ChunkLedger, DocumentState)
-"""The states whose snapshot is their packed blob (`packed()`), found as objects in rows
-written before their steps snapshotted the bytes."""
-
-
-def _repacked(value: object) -> bytes:
-    """The snapshot of `value` packed with the current dictionary (a ledger or a document's
-    state from an older row, as the bytes its step now snapshots)."""
-    if isinstance(value, _PACKED_STATES):
-        value = value.packed()
-    elif isinstance(value, bytes):
-        value = compress(raw(value))
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+def _repacked(value: bytes) -> bytes:
+    """The packed snapshot `value` packed again with the current dictionary."""
+    return pickle.dumps(compress(raw(value)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # The keys whose last snapshot in a partition is a committed deletion, with its epoch.
@@ -356,12 +368,15 @@ _INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
 
 
 def read_partitions(directory: Path) -> RecoveryPartitions:
-    """The partitions in `directory`; they must all belong to one set."""
+    """The partitions in `directory`; they must all belong to one set, of this format
+    (`RECOVERY_FORMAT`). Read without a trace (`_open_to_read`): a directory refused is
+    left as it was."""
     found: dict[int, int] = {}
     for path in sorted(directory.glob("*.sqlite3")):
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        connection = _open_to_read(path)
         try:
             rows = connection.execute("SELECT part_index, part_count FROM parts").fetchall()
+            version = format_of(connection)
         except sqlite3.DatabaseError as error:
             raise UserError(
                 f"{path} is not a Bytewax recovery partition ({error})",
@@ -369,6 +384,13 @@ def read_partitions(directory: Path) -> RecoveryPartitions:
             ) from None
         finally:
             connection.close()
+        if version != RECOVERY_FORMAT:
+            made = "without a format version" if version is None else f"in format {version}"
+            raise UserError(
+                f"{path} was made by another kgstream version ({made}; this one reads "
+                f"format {RECOVERY_FORMAT}), so the index cannot resume from it",
+                REBUILD_HINT,
+            )
         for index, count in rows:
             found[int(index)] = int(count)
     counts = set(found.values())
@@ -381,21 +403,17 @@ def read_partitions(directory: Path) -> RecoveryPartitions:
     return RecoveryPartitions(directory, tuple(sorted(found)), counts.pop() if counts else None)
 
 
-def legacy_commit_in_flight(directory: Path, flow_id: str = "kgstream") -> list[str]:
-    """The documents in flight in the newest snapshot of the single commit step of versions
-    before commits were partitioned (its state is not carried over: those documents stay
-    PROCESSING until they change again). Empty when there is none, as after a clean stop."""
-    blobs = []
-    for path in sorted(directory.glob("*.sqlite3")):
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            blobs += connection.execute(
-                "SELECT snap_epoch, ser_change FROM snaps WHERE step_id = ? AND state_key = ?",
-                (f"{flow_id}.commit", "commit"),
-            ).fetchall()
-        finally:
-            connection.close()
-    if not blobs or max(blobs)[1] is None:
-        return []
-    state = pickle.loads(max(blobs)[1])
-    return sorted(getattr(state, "progress", {}))
+def _open_to_read(partition: Path) -> sqlite3.Connection:
+    """`partition` opened to read, leaving no file behind: Bytewax's partitions are in WAL
+    mode, and a connection to one makes its -wal and -shm files. Without a write-ahead log
+    the file holds every committed row, so it is opened as immutable (no lock, no side
+    file); with one (a run killed), read-only, beside the log and index already there."""
+    log = partition.with_name(partition.name + "-wal")
+    mode = "mode=ro" if log.exists() else "immutable=1"
+    return sqlite3.connect(f"file:{partition}?{mode}", uri=True)
+
+
+REBUILD_HINT = (
+    "rebuild the index into a new data directory: `kgstream index DIR --data NEW` for a "
+    "folder, or `kgstream replay --kafka HOST:PORT --topic T --data NEW` for a Kafka topic"
+)

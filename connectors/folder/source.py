@@ -77,9 +77,8 @@ Fingerprints = dict[str, str]
 """{doc id (the root-relative path, connectors/folder/paths.py): fingerprint of the bytes
 last emitted for it}."""
 
-FolderSnapshot = bytes | Fingerprints
-"""The resume snapshot: the fingerprints packed (`pack_fingerprints`); a snapshot taken
-before they were packed is the dict itself."""
+FolderSnapshot = bytes
+"""The resume snapshot: the fingerprints packed (`pack_fingerprints`)."""
 
 _SHA256 = "sha256:"
 
@@ -99,9 +98,7 @@ def pack_fingerprints(fingerprints: Fingerprints) -> bytes:
 
 
 def unpack_fingerprints(snapshot: FolderSnapshot) -> Fingerprints:
-    """The fingerprints a resume snapshot holds, packed or (from before) the dict."""
-    if not isinstance(snapshot, bytes):
-        return dict(snapshot)
+    """The fingerprints a resume snapshot holds."""
     packed = cast(dict[str, bytes | str], unpack(snapshot))
     return {
         doc_id: _SHA256 + fingerprint.hex() if isinstance(fingerprint, bytes) else fingerprint
@@ -290,7 +287,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
         # a folder replaced by a link meanwhile is seen at the next).
         self._document_paths = DocumentPaths(self._root)
         self._on_hold = on_hold
-        self._fingerprints = unpack_fingerprints(resume_state or {})
+        self._fingerprints = unpack_fingerprints(resume_state) if resume_state else {}
         self._packed: bytes | None = None  # `snapshot()` of the fingerprints as they are
         # Each file's status when it was last read, if settled: what a rescan may trust.
         self._read_status: dict[str, _FileStatus] = {}

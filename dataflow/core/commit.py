@@ -349,10 +349,7 @@ class DocumentCommit:
     failed_chunks: dict[str, str] = field(default_factory=dict)
     # What the next flush writes.
     chunks: dict[str, Chunk | None] = field(default_factory=dict)
-    # A snapshot from before chunk mentions existed holds (chunk, vector) pairs here.
-    chunk_vectors: dict[str, ChunkVector | tuple[Chunk, Vector] | None] = field(
-        default_factory=dict
-    )
+    chunk_vectors: dict[str, ChunkVector | None] = field(default_factory=dict)
     document: tuple[str, DocumentRecord | None] | None = None  # (doc id, record or deleted)
     completed: list[CompletedDocument] = field(default_factory=list)
 
@@ -398,7 +395,7 @@ class DocumentCommit:
             chunk_deletes=tuple(k for k, c in self.chunks.items() if c is None),
             document_upserts=(record,) if record is not None else (),
             document_deletes=(doc_id,) if self.document is not None and record is None else (),
-            chunk_vectors=tuple(_with_mentions(v) for v in self.chunk_vectors.values() if v),
+            chunk_vectors=tuple(v for v in self.chunk_vectors.values() if v is not None),
             chunk_vector_deletes=tuple(k for k, v in self.chunk_vectors.items() if v is None),
             completed=tuple(self.completed),
         )
@@ -507,26 +504,3 @@ class DocumentCommit:
             reason=f"extraction failed for {len(in_order)} chunk(s): {failed[in_order[0]]}",
             failed_chunk_ids=in_order,
         )
-
-
-def _with_mentions(value: ChunkVector | tuple[Chunk, Vector]) -> ChunkVector:
-    return value if len(value) == 3 else (value[0], value[1], NO_MENTIONS)
-
-
-# -- recovery snapshots of earlier versions -------------------------------------
-
-
-class CommitBuffer:
-    """The state of the single "commit" key that every write once passed through. Recovery
-    snapshots taken before commits were partitioned hold one; the dataflow no longer has
-    that step, so Bytewax only unpickles it, and it must still unpickle."""
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-
-
-class _Progress:
-    """Part of a `CommitBuffer` snapshot (see there)."""
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)

@@ -41,8 +41,7 @@ class EntityFragment:
     `type` is None when the chunk only named the entity as a relation endpoint:
     such a fragment keeps the entity alive but takes no part in the type vote.
     `aliases` are the keys of the other names the chunk resolved to this entity
-    (sorted, never the entity's own key); an endpoint mention carries none. The
-    default keeps fragments pickled before aliases existed readable.
+    (sorted, never the entity's own key); an endpoint mention carries none.
     """
 
     name: str
@@ -100,25 +99,6 @@ class ChunkContributions:
         return (*self.entities, *self.relations)
 
 
-def _unpack_chunk_contributions(blob: bytes) -> ChunkLedger:
-    """Resumes a chunk step's snapshot made before ledgers (December 5, 2026), when the
-    step kept the whole `ChunkContributions`, pickled as this function of its packed rows."""
-    chunk_id, entities, relations = cast(_PackedChunk, unpack(blob))
-    return ChunkLedger.of(
-        ChunkContributions(
-            chunk_id,
-            tuple(EntityContribution(k, c, _build(EntityFragment, v)) for k, c, v in entities),
-            tuple(RelationContribution(k, c, _build(RelationFragment, v)) for k, c, v in relations),
-        )
-    )
-
-
-_PackedChunk = tuple[
-    str,
-    tuple[tuple[str, str, tuple[object, ...]], ...],
-    tuple[tuple[RelationPair, str, tuple[object, ...]], ...],
-]
-
 LedgerEntry = tuple[str, object, str]
 """A contribution's identity: ("entity" or "relation", its key, its contribution id)."""
 
@@ -138,9 +118,9 @@ class ChunkLedger:
     """
 
     chunk_id: str
-    entities: tuple[str, ...] = ()  # the entities the chunk describes (id: the chunk's)
-    relations: tuple[RelationPair, ...] = ()  # the pairs it relates (id: the chunk's)
-    digest: bytes = b""  # of every contribution, fragment included
+    entities: tuple[str, ...]  # the entities the chunk describes (id: the chunk's)
+    relations: tuple[RelationPair, ...]  # the pairs it relates (id: the chunk's)
+    digest: bytes  # of every contribution, fragment included
 
     @staticmethod
     def of(contributions: ChunkContributions) -> ChunkLedger:
@@ -180,12 +160,6 @@ class ChunkLedger:
         return ChunkLedger(
             *cast(tuple[str, tuple[str, ...], tuple[RelationPair, ...], bytes], unpack(blob))
         )
-
-
-def _unpack_chunk_ledger(blob: bytes) -> ChunkLedger:
-    """A ledger from a recovery row written before the chunk step snapshotted bytes, where
-    the ledger pickled itself as a call of this function on its packed blob."""
-    return ChunkLedger.unpacked(blob)
 
 
 def identity(contribution: Contribution) -> LedgerEntry:

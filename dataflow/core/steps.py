@@ -67,12 +67,6 @@ class DocumentState:
         return DocumentState(*cast(tuple[str, str, tuple[str, ...]], unpack(blob)))
 
 
-def _unpack_document_state(blob: bytes) -> DocumentState:
-    """A document's state from a recovery row written before the document step snapshotted
-    bytes, where the state pickled itself as a call of this function on its packed blob."""
-    return DocumentState.unpacked(blob)
-
-
 @dataclass(frozen=True)
 class ChunkAdded:
     chunk: Chunk

@@ -2,7 +2,6 @@
 the write batches of the partitioned commit."""
 
 import dataclasses
-import pickle
 from collections import Counter
 
 from connectors.vectors.base import VectorKind
@@ -217,17 +216,3 @@ def test_a_chunk_point_names_what_its_settle_says_the_chunk_mentions():
 
     assert point.payload["entities"] == ["atlas project", "carla diaz"]
     assert point.payload["relations"] == ["atlas project\x1fcarla diaz"]
-
-
-def test_state_snapshotted_before_chunk_mentions_resumes_with_none():
-    """A settle pickled before `mentions` existed, and a vector it queued as a pair."""
-    old = settled("v1", NEW)
-    del old.__dict__["mentions"]  # as unpickled from a snapshot taken before the field
-    commit = DocumentCommit()
-    commit.add(pending("v1", [NEW], awaiting=[NEW.chunk_id]))
-    commit.add(pickle.loads(pickle.dumps(old)))
-    commit.chunk_vectors[KEPT.chunk_id] = (KEPT, (0.0, 1.0))  # the old (chunk, vector) pair
-
-    points = {p.key: p.payload for p in store_write(commit.flush()).vector_upserts}
-
-    assert points[NEW.chunk_id]["entities"] == points[KEPT.chunk_id]["entities"] == []

@@ -1,11 +1,8 @@
 """The chunk step's state, its ledger (`ChunkLedger`): the deltas a chunk's next extraction
-or removal emits from it alone, its recovery snapshot packed as one compressed blob of rows
-(dataflow/core/snapshots.py) and equal after a round trip, and the snapshots of earlier
-versions (the whole contributions, packed or pickled as objects) still resuming."""
+or removal emits from it alone, and its recovery snapshot packed as one compressed blob of
+rows (dataflow/core/snapshots.py), equal after a round trip."""
 
-import copyreg
 import hashlib
-import io
 import pickle
 from dataclasses import replace
 
@@ -14,26 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dataflow.core.chunking import Chunk
-from dataflow.core.contributions import (
-    ChunkContributions,
-    ChunkLedger,
-    _unpack_chunk_contributions,
-    _unpack_chunk_ledger,
-    contributions_for_chunk,
-)
+from dataflow.core.contributions import ChunkContributions, ChunkLedger, contributions_for_chunk
 from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
-from dataflow.core.messages import ChunkOutcome, Ticket
 from dataflow.core.snapshots import pack
 from dataflow.core.steps import (
     ChunkExtracted,
     ChunkRemoved,
-    DocumentState,
     EntityDelta,
     RelationDelta,
-    _unpack_document_state,
     update_chunk,
 )
-from dataflow.flow import _chunk_step
 
 names = st.sampled_from(["Ada", "Bob", "Lind", "Elskholm", "Fallow Forum", "ada"])
 entities = st.builds(
@@ -66,54 +53,15 @@ def chunk(n: int = 1) -> Chunk:
     return Chunk(chunk_id(n), "news/2021/forum.md", 0, "text", 1, "news/2021/forum.md")
 
 
-def pickled_as_objects(state: object) -> bytes:
-    """`state` (a dataclass) pickled as the code before packing pickled it: its own fields."""
-
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if type(obj) is type(state):
-                return copyreg.__newobj__, (type(obj),), dict(vars(obj))
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
-
-
-def pickled_before_ledgers(state: ChunkContributions) -> bytes:
-    """`state` pickled as the chunk step's snapshot was before ledgers: the whole
-    contributions, as one packed blob of rows."""
+def packed_contributions(state: ChunkContributions) -> bytes:
+    """The whole contributions of a chunk as one packed blob of rows, as a snapshot of them
+    would be."""
 
     def row(c):
         return c.key, c.contribution_id, tuple(vars(c.fragment).values())
 
-    blob = pack((state.chunk_id, tuple(map(row, state.entities)), tuple(map(row, state.relations))))
-
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if obj is state:
-                return _unpack_chunk_contributions, (blob,)
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
-
-
-def pickled_as_a_restore_call(state: ChunkLedger | DocumentState) -> bytes:
-    """`state` pickled as its step's snapshot was before the step snapshotted bytes: a call
-    of the module's restore function on the packed blob."""
-    restore = _unpack_chunk_ledger if isinstance(state, ChunkLedger) else _unpack_document_state
-
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if obj is state:
-                return restore, (state.packed(),)
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
+    rows = (state.chunk_id, tuple(map(row, state.entities)), tuple(map(row, state.relations)))
+    return pickle.dumps(pack(rows), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def extracted(extraction: Extraction, n: int = 1) -> ChunkExtracted:
@@ -231,30 +179,6 @@ def test_a_ledger_round_trips_through_its_packed_snapshot(extraction):
     restored = ChunkLedger.unpacked(pickle.loads(pickle.dumps(ledger.packed())))
     assert restored == ledger
     assert hash(restored) == hash(ledger)
-    # As the chunk step's snapshot row was before it snapshotted bytes: the same ledger.
-    assert pickle.loads(pickled_as_a_restore_call(ledger)) == ledger
-
-
-@given(extractions, extractions)
-def test_a_snapshot_made_before_ledgers_still_resumes(first, second):
-    """Both earlier forms of the chunk step's state, the packed contributions and the
-    contributions pickled as objects, resume as the chunk's ledger: the chunk step emits
-    what it would have from the ledger."""
-    state = contributions_for_chunk(chunk(), first)
-    outcomes = [
-        ChunkOutcome(TICKET, extracted(second)),
-        ChunkOutcome(TICKET, ChunkRemoved(state.chunk_id)),
-    ]
-    for resumed in (
-        pickle.loads(pickled_before_ledgers(state)),
-        pickle.loads(pickled_as_objects(state)),
-    ):
-        for outcome in outcomes:
-            assert _chunk_step(resumed, outcome) == _chunk_step(ChunkLedger.of(state), outcome)
-    assert pickle.loads(pickled_before_ledgers(state)) == ChunkLedger.of(state)
-
-
-TICKET = Ticket("news/2021/forum.md", "t1")
 
 
 def realistic_extraction() -> Extraction:
@@ -280,7 +204,7 @@ def test_a_ledger_packs_to_a_fraction_of_the_contributions():
     state = contributions_for_chunk(chunk(), realistic_extraction())
 
     ledger = len(pickle.dumps(ChunkLedger.of(state).packed()))
-    packed, objects = len(pickled_before_ledgers(state)), len(pickled_as_objects(state))
+    packed, objects = len(packed_contributions(state)), len(pickle.dumps(state, protocol=5))
 
     assert packed * 4 < objects, (packed, objects)
     assert ledger * 2 < packed, (ledger, packed)

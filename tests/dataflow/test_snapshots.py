@@ -1,13 +1,9 @@
 """What the keyed steps' snapshots hold (dataflow/flow.py): an entity's or relation's
-snapshot is one packed blob of its fragments' rows (dataflow/core/snapshots.py), and
-snapshots of earlier versions still resume: the state object packed with its fragments'
-kind, its fields with the fragments as `FragmentRows`, or before rows, as fragments. A
-document's or chunk's snapshot is its state's packed bytes, and a row from before (the state
-pickled as a call of its restore function) still resumes."""
+snapshot is one packed blob of its fragments' rows (dataflow/core/snapshots.py), smaller
+than the state pickled as objects; a document's or chunk's snapshot is its state's packed
+bytes."""
 
-import copyreg
 import hashlib
-import io
 import pickle
 import sqlite3
 import threading
@@ -25,14 +21,7 @@ from bytewax.testing import TestingSource, cluster_main, run_main
 from dataflow.core import snapshots
 from dataflow.core.contributions import EntityFragment, FragmentRows, RelationFragment
 from dataflow.core.steps import DocumentState
-from dataflow.flow import (
-    _EntityLogic,
-    _FragmentsLogicState,
-    _RelationLogic,
-    _unpack_fragments_state,
-    packed_flat_map,
-)
-from tests.core.test_snapshots import pickled_as_a_restore_call
+from dataflow.flow import _EntityLogic, _FragmentsLogicState, _RelationLogic, packed_flat_map
 
 
 def entity_state() -> _FragmentsLogicState[str, EntityFragment]:
@@ -48,52 +37,9 @@ def resumed(snapshot: bytes, logic=_EntityLogic) -> _FragmentsLogicState:
     return logic(pickle.loads(pickle.dumps(snapshot)), timedelta(0)).state
 
 
-def pickled_as_packed_object(state: _FragmentsLogicState) -> bytes:
-    """`state` pickled as the version before snapshots were bytes pickled it: the object,
-    as `_unpack_fragments_state` applied to a packed blob holding the fragments' kind."""
-    rows = FragmentRows.of(state.fragments) if state.fragments else None
-    plain = (
-        state.key,
-        (rows.kind, rows.rows) if rows is not None else None,
-        tuple(state.acks.items()),
-        state.due,
-        state.released,
-    )
-    return pickle.dumps(PackedObject(snapshots.pack(plain)))
-
-
-class PackedObject:
-    def __init__(self, blob: bytes) -> None:
-        self.blob = blob
-
-    def __reduce__(self):
-        return _unpack_fragments_state, (self.blob,)
-
-
-def pickled_as_before_rows(state: object) -> bytes:
-    """`state` pickled as the code before rows pickled it: the dataclass's own fields."""
-    return pickled_as_fields(state, rows=False)
-
-
-def pickled_as_before_packing(state: object) -> bytes:
-    """`state` pickled as the code before packing pickled it: its fields, the fragments as
-    `FragmentRows`."""
-    return pickled_as_fields(state, rows=True)
-
-
-def pickled_as_fields(state: object, rows: bool) -> bytes:
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if isinstance(obj, _FragmentsLogicState):
-                fields = dict(vars(obj))
-                if rows and obj.fragments:
-                    fields["fragments"] = FragmentRows.of(obj.fragments)
-                return copyreg.__newobj__, (type(obj),), fields
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
+def pickled_as_rows(state: _FragmentsLogicState) -> bytes:
+    """`state` pickled as an object, its fragments as `FragmentRows`."""
+    return pickle.dumps((state.key, FragmentRows.of(state.fragments)), protocol=5)
 
 
 def relation_state() -> _FragmentsLogicState[tuple[str, str], RelationFragment]:
@@ -120,34 +66,13 @@ def test_a_state_round_trips_through_its_steps_snapshot():
     assert resumed(held.pack()) == held
 
 
-def test_a_snapshot_holds_no_class_and_is_smaller_than_the_packed_object_before():
-    """A relation of one fragment, as most are: the object form pickled its restore
-    function and the fragments' class, a sixth of the bytes."""
+def test_a_snapshot_holds_no_class_and_is_smaller_than_the_state_pickled_as_objects():
+    """A relation of one fragment, as most are: pickled as objects, the fragments' class
+    and field names are most of the bytes."""
     state = relation_state()
     snapshot = pickle.dumps(state.pack())
     assert b"RelationFragment" not in zstandard.ZstdDecompressor().decompress(state.pack())
-    assert len(snapshot) < len(pickled_as_packed_object(state)) - 40
-
-
-def test_a_snapshot_of_the_packed_object_form_resumes_with_the_same_fragments():
-    for state, logic in ((entity_state(), _EntityLogic), (relation_state(), _RelationLogic)):
-        old = pickled_as_packed_object(state)
-        assert b"_unpack_fragments_state" in old
-        assert logic(pickle.loads(old), timedelta(0)).state == state
-
-
-def test_a_snapshot_taken_before_rows_resumes_with_the_same_fragments():
-    state = entity_state()
-    old = pickled_as_before_rows(state)
-    assert b"EntityFragment" in old and b"FragmentRows" not in old
-    assert _EntityLogic(pickle.loads(old), timedelta(0)).state == state
-
-
-def test_a_snapshot_taken_before_packing_resumes_with_the_same_fragments():
-    state = entity_state()
-    old = pickled_as_before_packing(state)
-    assert b"FragmentRows" in old
-    assert _EntityLogic(pickle.loads(old), timedelta(0)).state == state
+    assert len(snapshot) * 2 < len(pickle.dumps((state.key, state.fragments), protocol=5))
 
 
 def test_a_hub_packs_to_a_fraction_of_its_rows():
@@ -166,7 +91,7 @@ def test_a_hub_packs_to_a_fraction_of_its_rows():
         fragments[mention] = EntityFragment("David Melwood", None, met, chunk_id, path, path)
     state = _FragmentsLogicState("david melwood", fragments)
 
-    packed, rows = len(pickle.dumps(state.pack())), len(pickled_as_before_packing(state))
+    packed, rows = len(pickle.dumps(state.pack())), len(pickled_as_rows(state))
 
     assert resumed(state.pack()) == state
     assert packed * 3 < rows, (packed, rows)
@@ -223,16 +148,14 @@ def test_a_step_of_states_that_pack_themselves_snapshots_their_bytes_and_resumes
     tmp_path,
 ):
     """`packed_flat_map` snapshots `packed()` as bytes (no restore function named in each
-    row), resumes each key from them, and keeps `stateful_flat_map`'s step ids, so a
-    recovery database from before resumes: its rows, which pickled the state as a call of
-    its restore function, load as the state they were."""
+    row) and resumes each key from them."""
     init_db_dir(tmp_path, 1)
     assert run_counting(1, ["a.md", "b.md", "a.md"], tmp_path) == [
         ("a.md", 1),
         ("b.md", 1),
         ("a.md", 2),
     ]
-    step = "kgstream.document.stateful.stateful_batch"  # stateful_flat_map's, as before
+    step = "kgstream.document.stateful.stateful_batch"
     with closing(sqlite3.connect(tmp_path / "part-0.sqlite3")) as connection:
         rows = dict(
             connection.execute(
@@ -240,17 +163,9 @@ def test_a_step_of_states_that_pack_themselves_snapshots_their_bytes_and_resumes
                 (step,),
             ).fetchall()
         )
-        assert set(rows) == {"a.md", "b.md"}
-        snapshot = pickle.loads(rows["a.md"])
-        assert isinstance(snapshot, bytes)
-        assert DocumentState.unpacked(snapshot).chunk_ids == ("chunk-0", "chunk-1")
-        # b.md's row as the code before wrote it: the state's restore call.
-        before = pickle.loads(rows["b.md"])
-        before = DocumentState.unpacked(before)
-        connection.execute(
-            "UPDATE snaps SET ser_change = ? WHERE step_id = ? AND state_key = 'b.md'",
-            (pickled_as_a_restore_call(before), step),
-        )
-        connection.commit()
+    assert set(rows) == {"a.md", "b.md"}
+    snapshot = pickle.loads(rows["a.md"])
+    assert isinstance(snapshot, bytes)
+    assert DocumentState.unpacked(snapshot).chunk_ids == ("chunk-0", "chunk-1")
 
     assert run_counting(2, ["a.md", "b.md"], tmp_path) == [("a.md", 3), ("b.md", 2)]

@@ -2,57 +2,37 @@
 and the cluster flags a user can get wrong. Bytewax's own behaviour with these layouts
 (kill, resume, rescale) is tested end to end in test_cluster_recovery.py."""
 
-import base64
 import random
 import sqlite3
 import subprocess
 import sys
 import time
-import zlib
 from contextlib import closing
 from pickle import dumps, loads
 
 import pytest
 import zstandard
+from bytewax.recovery import init_db_dir
 
 from dataflow.core.snapshots import (
     DICTIONARY_SAMPLES,
     packed_with,
     raw,
     train_dictionary,
-    use_dictionary,
 )
 from dataflow.core.steps import DocumentState
 from kgstream.cli import main
 from kgstream.errors import UserError
 from kgstream.maintenance import compact_recovery
 from kgstream.recovery import (
-    legacy_commit_in_flight,
+    RECOVERY_FORMAT,
     pack_with_a_dictionary,
     prepare_recovery,
     read_partitions,
     resume_epoch,
 )
-from tests.core.test_snapshots import pickled_as_a_restore_call
 from tests.kgstream import counting_flow
 from tests.kgstream.processes import ROOT, wait_until
-
-# The snapshot of the single "commit" step that versions before partitioned commits took
-# (pickled by that version's code): document a.md in flight, its chunk settled, unacknowledged.
-LEGACY_COMMIT_SNAPSHOT = zlib.decompress(
-    base64.b64decode(
-        "eJxlU8tuEzEUjUoyk0BTHqooiE0WCLVFDc2iQmJDIa26CI8o6RaNnJk7sZWZceRHAotKsKArb1DNF/IDfALX"
-        "njwaMYoi+/r6nHPPvf5e/f3nTsV/ZjchiqQZn7djLgD/8pwpa7a7fvFepykIe2MPftgru2/qU8HHAqTEnamS"
-        "dp5YWjGNqL8MrzLDKRQJK8bWPN5kyDGNjEFac/+MxzqHQvUXqavLgWLxBJSlTRNclsv1WcLjiCFvaGqKT6BA"
-        "oAlJJ+SNenV8enLaaR9bPTKBAKRLrNnbpE8WnMi/s+QflKlLCrqH2IFURGlp6bN13rAM3VjT6A8+d8+Hw/Mz"
-        "+9MOcJ+yDKIpUdTp2o55oTA/okRSa7ZoBzNiqosJCkfi0K+POngXfRIwYzC3pmJNkEExRoxexeknkheWHpkH"
-        "KUH0JFojHLgC/Vb+568Pe+NrXbe81bwlgKWHvsYaVo3dRbaqgq/Y9efvMhZD6yPiEN1KuS4SSFqfuFB0zoqk"
-        "9YGMZBtlet+l7QX0BQ31CMt4KCDns02Rpk7mhCmnhb40d2HmLFEsB3vx9m85flhHKEEpLA8loqwmTp5DGC6C"
-        "q548orvr7tAn9Kke0df0EMcBMkVQy5YJZhArLtboF5XFd41meGGWnpjQ2akFoLV6JPFndmIthBO3sBSVhPso"
-        "Jry2v6w0DVZEacbGFB26F/MsQxrGC9fILlqk/ANxd3oV6aehSmJEoZdX5XA0gYjsW1TW6V9OKEAx4Ws2dSRG"
-        "k8qDhoCMlOAI2MFIszS0LK3MWY+w2+GLnWagEOwLZt8eFXeuR+1/qf+FSA=="
-    )
-)
 
 
 def test_each_process_of_a_new_cluster_makes_its_share_of_one_partition_per_worker(tmp_path):
@@ -94,21 +74,76 @@ def test_partitions_of_two_sets_in_one_directory_are_refused_with_their_names(tm
         read_partitions(tmp_path / "a")
 
 
-def test_documents_in_flight_in_a_snapshot_of_the_former_single_commit_step_are_named(tmp_path):
-    made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
-    assert legacy_commit_in_flight(made.directory) == []
-    with sqlite3.connect(made.directory / "part-0.sqlite3") as connection:
-        connection.execute(
-            "INSERT INTO snaps (step_id, state_key, snap_epoch, ser_change) VALUES (?, ?, ?, ?)",
-            ("kgstream.commit", "commit", 3, LEGACY_COMMIT_SNAPSHOT),
-        )
-    assert legacy_commit_in_flight(made.directory) == ["a.md"]
-    with sqlite3.connect(made.directory / "part-0.sqlite3") as connection:  # then a clean stop
-        connection.execute(
-            "INSERT INTO snaps (step_id, state_key, snap_epoch, ser_change) VALUES (?, ?, ?, ?)",
-            ("kgstream.commit", "commit", 4, None),
-        )
-    assert legacy_commit_in_flight(made.directory) == []
+def files_of(directory) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def test_a_new_set_of_partitions_carries_the_recovery_format(tmp_path):
+    made = prepare_recovery(tmp_path / "recovery", 0, 1, 2, index_exists=False)
+    for path in made.paths():
+        with closing(sqlite3.connect(path)) as connection:
+            assert connection.execute("SELECT version FROM kgstream_format").fetchall() == [
+                (RECOVERY_FORMAT,)
+            ]
+
+
+def unstamped(directory, count: int = 1):
+    """A recovery directory as Bytewax makes one, without the format: every index made
+    before partitions carried it."""
+    directory.mkdir(parents=True)
+    init_db_dir(directory, count)
+    return directory
+
+
+def restamped(directory, version: int):
+    """A recovery directory stamped with another format than this kgstream's."""
+    prepare_recovery(directory, 0, 1, 1, index_exists=False)
+    with closing(sqlite3.connect(directory / "part-0.sqlite3")) as connection, connection:
+        connection.execute("UPDATE kgstream_format SET version = ?", (version,))
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (unstamped, "without a format version"),
+        (lambda directory: restamped(directory, RECOVERY_FORMAT + 1), "in format 2"),
+    ],
+    ids=["unstamped", "another-format"],
+)
+def test_partitions_of_another_format_are_refused_with_the_rebuild_commands_untouched(
+    make, says, tmp_path
+):
+    directory = make(tmp_path / "recovery")
+    before = files_of(directory)
+
+    with pytest.raises(UserError, match=says) as refused:
+        prepare_recovery(directory, 0, 1, 1, index_exists=True)
+
+    assert "kgstream index DIR --data NEW" in refused.value.hint
+    assert "kgstream replay --kafka HOST:PORT --topic T --data NEW" in refused.value.hint
+    assert files_of(directory) == before
+
+
+def test_kgstream_index_refuses_a_data_directory_of_another_format_and_changes_nothing(
+    tmp_path, llm_server, monkeypatch, capsys
+):
+    monkeypatch.setenv("KGSTREAM_EMBEDDING_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("KGSTREAM_EMBEDDING_MODEL", "test-embedding-model")
+    for name in ("OPENAI_BASE_URL", "KGSTREAM_LLM_BASE_URL", "KGSTREAM_REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    recovery = unstamped(data / "recovery")
+    before = files_of(recovery)
+
+    assert main(["index", str(folder), "--data", str(data)]) == 2
+
+    err = capsys.readouterr().err
+    assert "made by another kgstream version" in err
+    assert "hint: rebuild the index into a new data directory: `kgstream index DIR" in err
+    assert files_of(recovery) == before
 
 
 def churn(path, epochs=(1, 2), keys=40) -> None:
@@ -205,25 +240,16 @@ def test_a_process_that_holds_part_of_the_set_keeps_every_deletion(tmp_path):
     assert snapshots(path) == [("gone", 2)]
 
 
-def test_packing_with_a_new_dictionary_rewrites_an_older_rows_state_as_its_bytes(tmp_path):
-    """A document's state from a row written before its step snapshotted bytes (a call of
-    its restore function) is packed again as the bytes the step snapshots now, with the new
-    dictionary, and reads back as the same state."""
+def test_packing_with_a_new_dictionary_packs_every_small_snapshot_with_it(tmp_path):
+    """Each small snapshot is packed again with the new dictionary and reads back as the
+    same state."""
     made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
     (path,) = made.paths()
     states = {
         f"notes/{n}.md": DocumentState(f"sha256:{n:064x}", f"notes/{n}.md", (f"chunk-{n:064x}",))
         for n in range(DICTIONARY_SAMPLES)
     }
-    older = {"notes/0.md", "notes/1.md"}
-    record(
-        path,
-        1,
-        *(
-            (doc, 1, pickled_as_a_restore_call(state) if doc in older else dumps(state.packed()))
-            for doc, state in states.items()
-        ),
-    )
+    record(path, 1, *((doc, 1, dumps(state.packed())) for doc, state in states.items()))
     kept: list[bytes] = []
 
     pack_with_a_dictionary(made.paths(), lambda trained: kept.append(trained) or trained)
@@ -238,21 +264,19 @@ def test_packing_with_a_new_dictionary_rewrites_an_older_rows_state_as_its_bytes
         assert DocumentState.unpacked(blob) == state
 
 
-def test_compaction_packs_an_older_rows_state_as_bytes_with_the_index_dictionary(tmp_path):
-    """An index from before the document and chunk steps snapshotted bytes keeps those
-    rows until their keys are touched again; `kgstream compact` (`compact_recovery`, in a
-    process that knows the dictionary only from the graph store) writes them as bytes."""
+def test_compaction_packs_the_small_snapshots_with_the_index_dictionary(tmp_path):
+    """Snapshots packed without the dictionary (before the index had one) keep that form
+    until their keys are touched again; `kgstream compact` (`compact_recovery`, in a process
+    that knows the dictionary only from the graph store) packs them with it."""
     states = [
         DocumentState(f"sha256:{n:064x}", f"notes/{n}.md", (f"chunk-{n:064x}",))
         for n in range(DICTIONARY_SAMPLES)
     ]
     dictionary = train_dictionary([raw(state.packed()) for state in states])
     assert dictionary is not None
-    use_dictionary(dictionary)
     made = prepare_recovery(tmp_path / "recovery", 0, 1, 1, index_exists=False)
     (path,) = made.paths()
-    record(path, 1, *((state.file_path, 1, pickled_as_a_restore_call(state)) for state in states))
-    use_dictionary(None)  # a new process
+    record(path, 1, *((state.file_path, 1, dumps(state.packed())) for state in states))
 
     compact_recovery(tmp_path / "recovery", dictionary)
 
