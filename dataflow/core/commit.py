@@ -18,7 +18,7 @@ Commits are partitioned, with no key that every write passes through:
   the stores", which is what tests and read-your-writes wait on.
 
 Everything here is plain data without I/O or a clock: the Bytewax steps
-(dataflow/flow.py) call these functions and only decide when to flush, and
+(dataflow/logic/) call these functions and only decide when to flush, and
 connectors/writes.py turns a `CommitBatch` into store writes.
 """
 
@@ -302,7 +302,7 @@ def written_acks(rendered: Iterable[EntityRendered | RelationRendered]) -> list[
 
 
 @dataclass
-class _Version:
+class VersionMessages:
     """What has arrived of one document version (a ticket)."""
 
     pending: DocumentPending | None = None  # None while only early settles or acks came
@@ -320,9 +320,6 @@ class _Version:
                 return False
         return True
 
-    def copy(self) -> _Version:
-        return _Version(self.pending, dict(self.settled), Counter(self.acks))
-
 
 @dataclass
 class DocumentCommit:
@@ -337,7 +334,7 @@ class DocumentCommit:
     # Versions whose messages are still to come, by ticket token, in arrival order; each
     # is dropped once drained (so a late settle or ack of a superseded version is matched,
     # never mistaken for a new one).
-    versions: dict[str, _Version] = field(default_factory=dict)
+    versions: dict[str, VersionMessages] = field(default_factory=dict)
     current: Ticket | None = None  # the newest version started (its pending arrived)
     current_done: bool = True  # whether `current` completed
     # The (chunk id, file path)s of the newest version: which settle may write its vector.
@@ -352,21 +349,6 @@ class DocumentCommit:
     chunk_vectors: dict[str, ChunkVector | None] = field(default_factory=dict)
     document: tuple[str, DocumentRecord | None] | None = None  # (doc id, record or deleted)
     completed: list[CompletedDocument] = field(default_factory=list)
-
-    def snapshot(self) -> DocumentCommit:
-        """A copy for Bytewax's recovery snapshot: containers copied, their values shared
-        (chunks, records, tickets, vectors and chunk sets are immutable)."""
-        return DocumentCommit(
-            versions={token: v.copy() for token, v in self.versions.items()},
-            current=self.current,
-            current_done=self.current_done,
-            current_chunks=self.current_chunks,
-            failed_chunks=dict(self.failed_chunks),
-            chunks=dict(self.chunks),
-            chunk_vectors=dict(self.chunk_vectors),
-            document=self.document,
-            completed=list(self.completed),
-        )
 
     def add(self, item: DocumentCommitInput) -> None:
         if isinstance(item, DocumentPending):
@@ -402,8 +384,8 @@ class DocumentCommit:
         self.chunks, self.chunk_vectors, self.document, self.completed = {}, {}, None, []
         return batch
 
-    def _version(self, ticket: Ticket) -> _Version:
-        return self.versions.setdefault(ticket.token, _Version())
+    def _version(self, ticket: Ticket) -> VersionMessages:
+        return self.versions.setdefault(ticket.token, VersionMessages())
 
     def _start(self, pending: DocumentPending) -> None:
         """A new version: its chunk records are written at once, its status turns
@@ -426,7 +408,7 @@ class DocumentCommit:
         for settled in version.settled.values():
             self._write_vector(settled)
 
-    def _show_progress(self, version: _Version) -> None:
+    def _show_progress(self, version: VersionMessages) -> None:
         """The record of a version in flight: PROCESSING, with how many of its changed
         chunks have settled (written with the next flush, so a reader follows a large
         document's progress)."""
@@ -474,7 +456,7 @@ class DocumentCommit:
                 self._complete(version)
                 del self.versions[current.token]
 
-    def _complete(self, version: _Version) -> None:
+    def _complete(self, version: VersionMessages) -> None:
         pending = version.pending
         if pending is None:
             raise RuntimeError("DocumentCommit completed a version whose pending never came")
@@ -483,7 +465,9 @@ class DocumentCommit:
         self.completed.append(CompletedDocument(pending.ticket, record, pending.event_time))
         self.current_done = True
 
-    def _with_failures(self, pending: DocumentPending, version: _Version) -> DocumentRecord | None:
+    def _with_failures(
+        self, pending: DocumentPending, version: VersionMessages
+    ) -> DocumentRecord | None:
         """The version's record, FAILED when a chunk of it failed extraction: in this
         version, or in an earlier one (completed or superseded) that this version kept the
         chunk from."""

@@ -46,7 +46,8 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
                     stop_after_scan=True,
                     watch=False,
                     max_document_bytes=settings.max_document_bytes,
-                )
+                ),
+                components.codec,
             )
             run_indexer(
                 components,
@@ -76,7 +77,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.watch_index(components.stores.graph, settings.kafka_topic)
         try:
-            source = _live_source(settings, args, components.stores.graph, metrics)
+            source = _live_source(settings, args, components, metrics)
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
                 engine = build_engine(
@@ -105,8 +106,9 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _live_source(
-    settings: Settings, args: argparse.Namespace, graph: Any, metrics: Any = None
+    settings: Settings, args: argparse.Namespace, components: Any, metrics: Any = None
 ) -> Any:
+    graph = components.stores.graph
     if settings.kafka_bootstrap_servers and args.watch is None:
         from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 
@@ -136,6 +138,7 @@ def _live_source(
     on_hold(None)  # a hold recorded by a run that was killed is over
     return FolderSource(
         FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes),
+        components.codec,
         on_hold,
     )
 

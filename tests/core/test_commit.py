@@ -151,17 +151,6 @@ def test_an_edit_that_arrives_before_a_kept_chunk_s_failure_still_fails():
     assert "HTTP 500" in done.record.reason
 
 
-def test_a_snapshot_does_not_change_when_the_commit_goes_on():
-    commit = DocumentCommit()
-    commit.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
-    snapshot = commit.snapshot()
-    commit.add(settled("v1", OLD))
-    commit.add(settled("v1", KEPT))
-    assert commit.versions == {}
-    assert snapshot.versions["v1"].settled == {}
-    assert not snapshot.current_done and snapshot.chunks == {"chunk-old": OLD, "chunk-kept": KEPT}
-
-
 def test_renders_are_written_last_one_per_key_and_acknowledged_once_per_chunk():
     older = EntityRecord("alice", "Alice", "person", "x", ("chunk-old",), ("a.md",), ("a.md",))
     newer = EntityRecord("alice", "Alice", "person", "y", ("chunk-new",), ("a.md",), ("a.md",))

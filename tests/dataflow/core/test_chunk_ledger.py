@@ -1,9 +1,7 @@
 """The chunk step's state, its ledger (`ChunkLedger`): the deltas a chunk's next extraction
-or removal emits from it alone, and its recovery snapshot packed as one compressed blob of
-rows (dataflow/core/snapshots.py), equal after a round trip."""
+or removal emits from it alone (its snapshot: tests/dataflow/state/test_forms.py)."""
 
 import hashlib
-import pickle
 from dataclasses import replace
 
 import pytest
@@ -13,7 +11,6 @@ from hypothesis import strategies as st
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import ChunkContributions, ChunkLedger, contributions_for_chunk
 from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
-from dataflow.core.snapshots import pack
 from dataflow.core.steps import (
     ChunkExtracted,
     ChunkRemoved,
@@ -51,17 +48,6 @@ def chunk_id(n: int) -> str:
 
 def chunk(n: int = 1) -> Chunk:
     return Chunk(chunk_id(n), "news/2021/forum.md", 0, "text", 1, "news/2021/forum.md")
-
-
-def packed_contributions(state: ChunkContributions) -> bytes:
-    """The whole contributions of a chunk as one packed blob of rows, as a snapshot of them
-    would be."""
-
-    def row(c):
-        return c.key, c.contribution_id, tuple(vars(c.fragment).values())
-
-    rows = (state.chunk_id, tuple(map(row, state.entities)), tuple(map(row, state.relations)))
-    return pickle.dumps(pack(rows), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def extracted(extraction: Extraction, n: int = 1) -> ChunkExtracted:
@@ -173,14 +159,6 @@ def test_a_removed_chunk_retracts_every_contribution_it_made(extraction):
     }
 
 
-@given(extractions)
-def test_a_ledger_round_trips_through_its_packed_snapshot(extraction):
-    ledger = ChunkLedger.of(contributions_for_chunk(chunk(), extraction))
-    restored = ChunkLedger.unpacked(pickle.loads(pickle.dumps(ledger.packed())))
-    assert restored == ledger
-    assert hash(restored) == hash(ledger)
-
-
 def realistic_extraction() -> Extraction:
     """A chunk as the extractor sees one: entities and relations whose descriptions repeat
     the chunk's phrases."""
@@ -195,16 +173,3 @@ def realistic_extraction() -> Extraction:
             for a, b in zip(people, people[1:] + people[:1], strict=True)
         ),
     )
-
-
-def test_a_ledger_packs_to_a_fraction_of_the_contributions():
-    """Pickled as objects, every fragment repeats its class and field names; packed, the
-    rows compress (6x on the 16,000-document index's chunks); the ledger keeps no fragment
-    (29.2 MB of packed contributions against 6.8 MB of ledgers there)."""
-    state = contributions_for_chunk(chunk(), realistic_extraction())
-
-    ledger = len(pickle.dumps(ChunkLedger.of(state).packed()))
-    packed, objects = len(packed_contributions(state)), len(pickle.dumps(state, protocol=5))
-
-    assert packed * 4 < objects, (packed, objects)
-    assert ledger * 2 < packed, (ledger, packed)
