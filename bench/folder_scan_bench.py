@@ -38,6 +38,9 @@ from connectors.folder.source import (  # noqa: E402
     FolderSnapshot,
     FolderSourceOptions,
 )
+from dataflow.state.codec import SnapshotCodec  # noqa: E402
+
+CODEC = SnapshotCodec()
 
 
 def scan(
@@ -45,7 +48,7 @@ def scan(
 ) -> tuple[float, int, FolderSnapshot]:
     """One whole-tree scan: (seconds, events emitted, the source's snapshot after it)."""
     began = time.perf_counter()
-    partition = FolderPartition(options, snapshot)
+    partition = FolderPartition(options, CODEC, snapshot)
     events = 0
     try:
         while True:
@@ -60,7 +63,7 @@ def periodic_rescans(
 ) -> list[float]:
     """Seconds of each of `rounds` periodic rescans by one source (after its start-up scan)."""
     partition = FolderPartition(
-        replace(options, stop_after_scan=False, rescan_seconds=1e-3), snapshot
+        replace(options, stop_after_scan=False, rescan_seconds=1e-3), CODEC, snapshot
     )
     times = []
     try:

@@ -410,7 +410,8 @@ def index_folder(
                 stop_after_scan=True,
                 watch=False,
                 max_document_bytes=settings.max_document_bytes,
-            )
+            ),
+            components.codec,
         )
         began, cpu_began = time.perf_counter(), time.process_time()
         run_indexer(components, source, settings.data_dir, RunOptions(workers=workers))

@@ -1,8 +1,8 @@
 """What the dataflow's steps need from the outside world, built once per process.
 
-The steps stay wiring; everything with I/O (LLM, embeddings, stores) is reached
-through this one object, built from the settings by `build_components` or
-assembled by hand in tests.
+The steps stay wiring; everything with I/O (LLM, embeddings, stores), the clock and the
+snapshot codec are reached through this one object, built from the settings by
+`build_components` or assembled by hand in tests.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ from typing import Protocol
 from connectors.embeddings.base import Embedder, EmbeddingRequestError
 from connectors.errors import OutageWait
 from connectors.stores import Stores
+from dataflow.clock import Clock
 from dataflow.core.chunking import ChunkingOptions, Tokenizer
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord, Renderer
 from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.extraction import Extraction
-from dataflow.core.fragment_log import LOG_OVER
 from dataflow.core.messages import Drafted, EntityDrafted, SourceEvent, Vector
 from dataflow.extraction_pool import ExtractionPool, ExtractMany
+from dataflow.state.codec import SnapshotCodec
+from dataflow.state.fragment_log import LogPolicy
 
 logger = logging.getLogger("kgstream.indexer")
 
@@ -67,9 +69,13 @@ class Components:
     # them (dataflow/core/tally.py), so its render costs what changed, not its size; below
     # half of it, the totals are dropped again (they take about half the fragments' memory).
     tally_over_fragments: int = 64
-    # From this many fragments, a key's snapshot is its last whole packing and the changes
-    # packed since (dataflow/core/fragment_log.py), so snapshotting it costs what changed.
-    log_over_fragments: int = LOG_OVER
+    # From `snapshot_logs.over` fragments, a key's snapshot is its last whole packing and the
+    # changes packed since (dataflow/state/fragment_log.py), so snapshotting it costs what
+    # changed.
+    snapshot_logs: LogPolicy = LogPolicy()
+    # Packs every step's snapshot; its dictionary is the index's (kgstream/indexer.py).
+    codec: SnapshotCodec = field(default_factory=SnapshotCodec)
+    clock: Clock = Clock()
     # A large document is passed on from extraction in pieces of this many extracted chunks
     # (0: whole), each committed and shown as progress; finished documents wait for a batch
     # of this many chunks (or 1 s) while others are extracted.

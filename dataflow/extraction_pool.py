@@ -4,7 +4,7 @@ Bytewax runs each worker's steps on one thread, so an extraction made inside a s
 the whole worker: while a large document's chunks were being extracted, nothing else moved,
 and a one-line document saved behind it waited for most of it (docs/design.md, "Large
 documents"). Here the extract step only hands chunks to an `ExtractionPool` and collects
-what is done (`_ExtractLogic` in dataflow/flow.py); the pool's threads do the work:
+what is done (`ExtractLogic` in dataflow/logic/extract.py); the pool's threads do the work:
 
 - extraction threads (as many as the LLM may take calls at once; one for the offline
   extractor, which holds the GIL) take chunks round-robin by document, so a document that

@@ -19,7 +19,6 @@ from connectors.redis.clients import moved_message
 from connectors.redis.ports import GraphFormatError
 from connectors.vectors.port import VectorSpaceMismatchError
 from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, Mode, parse_mode
-from kgstream.commands.common import RunCannotGoOn, UserError
 from kgstream.commands.indexing import command_index, command_replay, command_run
 from kgstream.commands.inspection import (
     command_compact,
@@ -31,6 +30,7 @@ from kgstream.commands.inspection import (
 )
 from kgstream.commands.retrying import command_retry_failed
 from kgstream.commands.serving import command_query, command_serve
+from kgstream.errors import RunCannotGoOn, UserError
 from kgstream.settings import Settings, SettingsError, load_settings
 
 

@@ -4,7 +4,7 @@ Bytewax keeps the keyed states (which fragments each entity holds, which chunks
 each document has) and the sources' positions in its recovery partitions under
 `DATA/recovery`; the stores hold what was rendered from them. The two travel
 together: a data directory is one index, or, in a cluster, one process's share of
-it (kgstream/recovery.py).
+it (dataflow/state/partitions.py).
 """
 
 from __future__ import annotations
@@ -22,23 +22,18 @@ from typing import Any
 
 from bytewax.errors import BytewaxRuntimeError
 from bytewax.inputs import FixedPartitionedSource, Source, StatefulSourcePartition
-from bytewax.recovery import (
-    InconsistentPartitionsError,
-    MissingPartitionsError,
-    NoPartitionsError,
-    RecoveryConfig,
-)
 from bytewax.run import cli_main
+from typing_extensions import override
 
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.ports import IndexControl
 from dataflow.components import Components
 from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
-from dataflow.core.snapshots import use_dictionary
 from dataflow.flow import build_flow
-from kgstream.commands.common import RunCannotGoOn, UserError
-from kgstream.recovery import RecoveryPartitions, legacy_commit_in_flight, prepare_recovery
+from dataflow.state.partitions import RecoveryPartitions, prepare_recovery, resuming
+from kgstream.errors import RunCannotGoOn
+from kgstream.recovery import partitions_hint, recovery_errors
 from kgstream.settings import Settings
 
 _LOGGER = logging.getLogger("kgstream.indexer")
@@ -68,19 +63,21 @@ class RunOptions:
         return max(1, len(self.addresses))
 
 
-def recovery_config(
+def recovery_partitions(
     data_dir: Path, options: RunOptions = RunOptions(), index_exists: bool = False
-) -> tuple[RecoveryConfig, RecoveryPartitions]:
+) -> RecoveryPartitions:
     """The recovery partitions under the data directory (this process's share in a
-    cluster), made on first use."""
-    partitions = prepare_recovery(
-        data_dir / "recovery",
-        options.process_id or 0,
-        options.processes,
-        options.workers,
-        index_exists,
-    )
-    return RecoveryConfig(partitions.directory), partitions  # type: ignore[no-untyped-call]
+    cluster), made on first use; refused, untouched, when another kgstream version made
+    them."""
+    with recovery_errors():
+        partitions = prepare_recovery(
+            data_dir / "recovery",
+            options.process_id or 0,
+            options.processes,
+            options.workers,
+            index_exists,
+        )
+    return partitions
 
 
 def run_indexer(
@@ -103,7 +100,8 @@ def run_indexer(
     A run that completes tidies its recovery partitions (`RecoveryPartitions.tidy`): the
     snapshots of keys that are gone are dropped, the small ones are packed with the index's
     snapshot dictionary (trained and kept in the graph store at the first run's end that has
-    enough of them), and each file is written again from its live rows.
+    enough of them; `components.codec` packs with it), and each file is written again from
+    its live rows.
     """
     if on_commit is not None:
         components.on_commit = on_commit
@@ -116,43 +114,31 @@ def run_indexer(
         source = StoppableSource(source, stop.requested)
     if isinstance(retries, FixedPartitionedSource):
         retries = StoppableSource(retries, stop.requested)
-    lanes = options.workers * options.processes
-    flow = build_flow(source, components, retries=retries, lanes=lanes)
-    recovery, partitions = None, None
+    partitions: RecoveryPartitions | None = None
     if options.recovery:
-        use_dictionary(components.stores.control.snapshot_dictionary())
-        index_exists = components.stores.graph.version() > 0
-        recovery, partitions = recovery_config(data_dir, options, index_exists)
-        stuck = legacy_commit_in_flight(partitions.directory)
-        if stuck:
-            _LOGGER.warning(
-                "%d document(s) were in flight when an earlier kgstream version last "
-                "snapshotted (%s); commits are partitioned now and their commit state is not "
-                "carried over: they stay PROCESSING until they change again (save the file, "
-                "or send the event again)",
-                len(stuck),
-                ", ".join(stuck[:10]),
-            )
+        partitions = recovery_partitions(data_dir, options, components.stores.graph.version() > 0)
+        components.codec.use_dictionary(components.stores.control.snapshot_dictionary())
         if options.processes > 1:
             print(f"kgstream: process {options.process_id}: {partitions.describe()}", flush=True)
+    lanes = options.workers * options.processes
+    flow = build_flow(source, components, retries=retries, lanes=lanes)
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     completed = False
     try:
-        cli_main(  # type: ignore[no-untyped-call]
-            flow,
-            workers_per_process=options.workers,
-            process_id=options.process_id,
-            addresses=list(options.addresses) or None,
-            epoch_interval=timedelta(seconds=options.epoch_seconds),
-            recovery_config=recovery,
-        )
+        with recovery_errors(), resuming(partitions):
+            cli_main(  # type: ignore[no-untyped-call]
+                flow,
+                workers_per_process=options.workers,
+                process_id=options.process_id,
+                addresses=list(options.addresses) or None,
+                epoch_interval=timedelta(seconds=options.epoch_seconds),
+                recovery_config=partitions.config() if partitions is not None else None,
+            )
     except KeyboardInterrupt:
         pass
     except BytewaxRuntimeError as error:
         if not _interrupted(error):
             raise
-    except (MissingPartitionsError, InconsistentPartitionsError, NoPartitionsError) as error:
-        raise UserError(f"cannot resume: {error}", _partitions_hint(partitions)) from None
     except BaseException as error:
         if options.processes == 1 or type(error).__name__ != "PanicException":
             raise
@@ -165,7 +151,9 @@ def run_indexer(
     if stop.cannot_go_on_reason is not None:
         raise RunCannotGoOn(stop.cannot_go_on_reason)
     if completed and partitions is not None:
-        partitions.tidy(rewrite=True, keep_dictionary=_keeper(components.stores.control))
+        keep = _keeper(components.stores.control)
+        with recovery_errors():
+            partitions.tidy(rewrite=True, codec=components.codec, keep_dictionary=keep)
 
 
 def _keeper(control: IndexControl) -> Callable[[bytes], bytes | None]:
@@ -183,23 +171,15 @@ def _keeper(control: IndexControl) -> Callable[[bytes], bytes | None]:
     return keep
 
 
-def _partitions_hint(partitions: RecoveryPartitions | None) -> str:
-    held = partitions.describe() if partitions is not None else "no recovery partition"
-    return (
-        f"the processes of a cluster must together hold every recovery partition (this one "
-        f"holds {held}); move the part-N.sqlite3 files of a process that left to one that "
-        "stays (docs/design.md, Recovery)"
-    )
-
-
 def _cluster_stopped(error: BaseException, partitions: RecoveryPartitions | None) -> None:
     """A cluster process whose peer failed or cannot be reached gets a panic from Bytewax,
     whose real reason (the peer's, or a missing recovery partition) was printed where it
     happened: say what to do in one line, and exit non-zero so a supervisor restarts it."""
+    held = partitions.describe() if partitions is not None else "no recovery partition"
     print(
         f"kgstream: the Bytewax cluster stopped ({error}): a process of it failed or cannot "
         "be reached; start every process again and they resume from the last snapshot. If "
-        f"this happens at start: {_partitions_hint(partitions)}",
+        f"this happens at start: {partitions_hint(held)}",
         file=sys.stderr,
         flush=True,
     )
@@ -282,9 +262,11 @@ class StoppableSource(FixedPartitionedSource[SourceEvent, Any]):
     def __init__(self, inner: FixedPartitionedSource[SourceEvent, Any], stop: threading.Event):
         self._inner, self._stop = inner, stop
 
+    @override
     def list_parts(self) -> list[str]:
         return self._inner.list_parts()
 
+    @override
     def build_part(
         self, step_id: str, for_part: str, resume_state: Any | None
     ) -> StatefulSourcePartition[SourceEvent, Any]:
@@ -298,6 +280,7 @@ class _StoppablePartition(StatefulSourcePartition[SourceEvent, Any]):
         self._inner, self._stop = inner, stop
         self._inner_awake: datetime | None = None
 
+    @override
     def next_batch(self) -> Iterable[SourceEvent]:
         if self._stop.is_set():
             raise StopIteration
@@ -305,14 +288,17 @@ class _StoppablePartition(StatefulSourcePartition[SourceEvent, Any]):
             return []  # woken early to look at `stop`
         return self._inner.next_batch()
 
+    @override
     def next_awake(self) -> datetime | None:
         self._inner_awake = self._inner.next_awake()
         if self._inner_awake is None:
             return None
         return min(self._inner_awake, datetime.now(UTC) + _STOP_POLL)
 
+    @override
     def snapshot(self) -> Any:
         return self._inner.snapshot()
 
+    @override
     def close(self) -> None:
         self._inner.close()

@@ -9,12 +9,12 @@ compact: every store under the data directory keeps what was deleted in its file
 until it rewrites them (Redis's append-only log, Qdrant Edge's segments and
 write-ahead log, the Bytewax recovery database's superseded snapshots and free
 pages). Compaction rewrites all three from their live content, so a deleted
-document's text and ids are gone from every file.
+document's text and ids are gone from every file (the recovery database's part:
+dataflow/state/partitions.py, `compact_recovery`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from itertools import islice
@@ -29,8 +29,9 @@ from connectors.vectors.port import VectorPoint, VectorStore
 from connectors.writes import chunk_point, entity_point, relation_point
 from dataflow.core.contributions import RelationPair
 from dataflow.core.messages import NO_MENTIONS, ChunkMentions
-from dataflow.core.snapshots import use_dictionary
-from kgstream.recovery import committed_epoch, read_partitions, repack_small_snapshots
+from dataflow.state.codec import SnapshotCodec
+from dataflow.state.partitions import compact_recovery
+from kgstream.recovery import recovery_errors
 
 T = TypeVar("T")
 
@@ -93,50 +94,10 @@ def compact(
 ) -> None:
     """Rewrite the embedded stores' files and the recovery database from their live
     content (the indexer must be stopped: the caller holds the data directory's lock);
-    `dictionary` is the index's snapshot dictionary (`IndexControl.snapshot_dictionary`)."""
+    `dictionary` is the index's snapshot dictionary (`IndexControl.snapshot_dictionary`). The
+    recovery database goes first: one of another kgstream version is refused before any
+    file is touched."""
+    with recovery_errors():
+        compact_recovery(recovery_dir, SnapshotCodec(dictionary))
     redis.rewrite_files()
     vectors.compact()
-    compact_recovery(recovery_dir, dictionary)
-
-
-# Bytewax's own garbage rule: a snapshot is garbage once a later one of the same key is
-# committed. Bytewax applies it as it goes; a run stopped at once may leave some.
-_SUPERSEDED = """
-    DELETE FROM snaps WHERE (step_id, state_key, snap_epoch) IN (
-        SELECT older.step_id, older.state_key, older.snap_epoch
-        FROM snaps AS older
-        JOIN (SELECT step_id, state_key, MAX(snap_epoch) AS snap_epoch FROM snaps
-              WHERE snap_epoch <= :committed GROUP BY step_id, state_key) AS latest
-        USING (step_id, state_key)
-        WHERE older.snap_epoch < latest.snap_epoch)
-"""
-
-
-def compact_recovery(recovery_dir: Path, dictionary: bytes | None = None) -> None:
-    """Drop superseded snapshots from every recovery partition, pack every small snapshot
-    in the current form (with the index's `dictionary`, the rows of an older version's
-    document and chunk states as bytes: `recovery.repack_small_snapshots`), then tidy them
-    as a run's end does (`RecoveryPartitions.tidy`): the snapshots of keys that are gone
-    are dropped and each file is written again from its live rows, its write-ahead log
-    emptied.
-
-    Only snapshots up to the epoch every partition has committed are dropped, and a
-    repacked one reads back as the same state, so a resume loads exactly the state it
-    loaded before."""
-    partitions = read_partitions(recovery_dir)
-    paths = partitions.paths()
-    if not paths:
-        return
-    committed = min(committed_epoch(path) for path in paths)
-    for path in paths:
-        connection = sqlite3.connect(path, isolation_level=None)
-        try:
-            connection.execute("PRAGMA secure_delete = ON")
-            with connection:
-                connection.execute("BEGIN")
-                connection.execute(_SUPERSEDED, {"committed": committed})
-        finally:
-            connection.close()
-    use_dictionary(dictionary)
-    repack_small_snapshots(paths)
-    partitions.tidy(rewrite=True)

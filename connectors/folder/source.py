@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import cast
+from typing import Protocol, cast
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from watchdog.events import (
@@ -66,7 +66,6 @@ from connectors.folder.paths import doc_id_for_path, path_for_doc_id, relative_p
 from connectors.folder.scan import DocumentPaths, has_hidden_part, iter_document_paths_under
 from dataflow.core.documents import DocumentDelete, DocumentUpsert
 from dataflow.core.messages import SourceEvent
-from dataflow.core.snapshots import pack, unpack
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +76,29 @@ Fingerprints = dict[str, str]
 """{doc id (the root-relative path, connectors/folder/paths.py): fingerprint of the bytes
 last emitted for it}."""
 
-FolderSnapshot = bytes | Fingerprints
-"""The resume snapshot: the fingerprints packed (`pack_fingerprints`); a snapshot taken
-before they were packed is the dict itself."""
+FolderSnapshot = bytes
+"""The resume snapshot: the fingerprints packed (`pack_fingerprints`)."""
+
+
+class Packer(Protocol):
+    """Turns plain data into compressed bytes and back: the indexer's snapshot codec
+    (dataflow/state/codec.py), which the composition root gives the source, so that the
+    source's snapshot is packed (and its small ones with the index's dictionary) as every
+    step's is."""
+
+    def pack(self, value: object) -> bytes: ...
+
+    def unpack(self, blob: bytes) -> object: ...
+
 
 _SHA256 = "sha256:"
 
 
-def pack_fingerprints(fingerprints: Fingerprints) -> bytes:
-    """`fingerprints` as compressed bytes (dataflow/core/snapshots.py), each SHA-256 as its
-    32 bytes rather than 71 characters: at 16,000 files, 0.64 MB against 1.83 MB pickled as
-    the dict, written to the recovery database in every epoch that changes one."""
-    return pack(
+def pack_fingerprints(fingerprints: Fingerprints, packer: Packer) -> bytes:
+    """`fingerprints` as compressed bytes, each SHA-256 as its 32 bytes rather than 71
+    characters: at 16,000 files, 0.64 MB against 1.83 MB pickled as the dict, written to the
+    recovery database in every epoch that changes one."""
+    return packer.pack(
         {
             doc_id: bytes.fromhex(fingerprint[len(_SHA256) :])
             if fingerprint.startswith(_SHA256)
@@ -98,11 +108,9 @@ def pack_fingerprints(fingerprints: Fingerprints) -> bytes:
     )
 
 
-def unpack_fingerprints(snapshot: FolderSnapshot) -> Fingerprints:
-    """The fingerprints a resume snapshot holds, packed or (from before) the dict."""
-    if not isinstance(snapshot, bytes):
-        return dict(snapshot)
-    packed = cast(dict[str, bytes | str], unpack(snapshot))
+def unpack_fingerprints(snapshot: FolderSnapshot, packer: Packer) -> Fingerprints:
+    """The fingerprints a resume snapshot holds."""
+    packed = cast(dict[str, bytes | str], packer.unpack(snapshot))
     return {
         doc_id: _SHA256 + fingerprint.hex() if isinstance(fingerprint, bytes) else fingerprint
         for doc_id, fingerprint in packed.items()
@@ -281,16 +289,17 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
     def __init__(
         self,
         options: FolderSourceOptions,
+        packer: Packer,
         resume_state: FolderSnapshot | None,
         on_hold: HoldReport | None = None,
     ) -> None:
-        self._options = options
+        self._options, self._packer = options, packer
         self._root = options.root.absolute()
         # Which paths are documents, folders resolved once per batch (a new one each batch:
         # a folder replaced by a link meanwhile is seen at the next).
         self._document_paths = DocumentPaths(self._root)
         self._on_hold = on_hold
-        self._fingerprints = unpack_fingerprints(resume_state or {})
+        self._fingerprints = unpack_fingerprints(resume_state, packer) if resume_state else {}
         self._packed: bytes | None = None  # `snapshot()` of the fingerprints as they are
         # Each file's status when it was last read, if settled: what a rescan may trust.
         self._read_status: dict[str, _FileStatus] = {}
@@ -363,7 +372,7 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
 
     def snapshot(self) -> bytes:
         if self._packed is None:  # packed again only once a fingerprint has changed
-            self._packed = pack_fingerprints(self._fingerprints)
+            self._packed = pack_fingerprints(self._fingerprints, self._packer)
         return self._packed
 
     def fingerprints(self) -> Fingerprints:
@@ -564,11 +573,14 @@ class FolderPartition(StatefulSourcePartition[SourceEvent, FolderSnapshot]):
 class FolderSource(FixedPartitionedSource[SourceEvent, FolderSnapshot]):
     """A watched folder as a Bytewax source with one partition, resumable from its snapshot.
 
-    `on_hold` is told when the source starts holding because its root is missing (the
-    reason) and when it goes on (None), for `kgstream status` and the metrics."""
+    `packer` packs its snapshot (`Packer`). `on_hold` is told when the source starts holding
+    because its root is missing (the reason) and when it goes on (None), for `kgstream
+    status` and the metrics."""
 
-    def __init__(self, options: FolderSourceOptions, on_hold: HoldReport | None = None) -> None:
-        self._options = options
+    def __init__(
+        self, options: FolderSourceOptions, packer: Packer, on_hold: HoldReport | None = None
+    ) -> None:
+        self._options, self._packer = options, packer
         self._on_hold = on_hold
 
     def list_parts(self) -> list[str]:
@@ -587,4 +599,4 @@ class FolderSource(FixedPartitionedSource[SourceEvent, FolderSnapshot]):
                 f"watched folder {str(self._options.root)!r} (step {step_id!r}) is not a folder; "
                 "create it or point the source at another one"
             )
-        return FolderPartition(self._options, resume_state, self._on_hold)
+        return FolderPartition(self._options, self._packer, resume_state, self._on_hold)

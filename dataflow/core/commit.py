@@ -18,7 +18,7 @@ Commits are partitioned, with no key that every write passes through:
   the stores", which is what tests and read-your-writes wait on.
 
 Everything here is plain data without I/O or a clock: the Bytewax steps
-(dataflow/flow.py) call these functions and only decide when to flush, and
+(dataflow/logic/) call these functions and only decide when to flush, and
 connectors/writes.py turns a `CommitBatch` into store writes.
 """
 
@@ -313,7 +313,7 @@ def written_acks(rendered: Iterable[EntityRendered | RelationRendered]) -> list[
 
 
 @dataclass
-class _Version:
+class VersionMessages:
     """What has arrived of one document version (a ticket)."""
 
     pending: DocumentPending | None = None  # None while only early settles or acks came
@@ -331,9 +331,6 @@ class _Version:
                 return False
         return True
 
-    def copy(self) -> _Version:
-        return _Version(self.pending, dict(self.settled), Counter(self.acks))
-
 
 @dataclass
 class DocumentCommit:
@@ -348,7 +345,7 @@ class DocumentCommit:
     # Versions whose messages are still to come, by ticket token, in arrival order; each
     # is dropped once drained (so a late settle or ack of a superseded version is matched,
     # never mistaken for a new one).
-    versions: dict[str, _Version] = field(default_factory=dict)
+    versions: dict[str, VersionMessages] = field(default_factory=dict)
     current: Ticket | None = None  # the newest version started (its pending arrived)
     current_done: bool = True  # whether `current` completed
     # The (chunk id, file path)s of the newest version: which settle may write its vector.
@@ -360,27 +357,9 @@ class DocumentCommit:
     failed_chunks: dict[str, str] = field(default_factory=dict)
     # What the next flush writes.
     chunks: dict[str, Chunk | None] = field(default_factory=dict)
-    # A snapshot from before chunk mentions existed holds (chunk, vector) pairs here.
-    chunk_vectors: dict[str, ChunkVector | tuple[Chunk, Vector] | None] = field(
-        default_factory=dict
-    )
+    chunk_vectors: dict[str, ChunkVector | None] = field(default_factory=dict)
     document: tuple[str, DocumentRecord | None] | None = None  # (doc id, record or deleted)
     completed: list[CompletedDocument] = field(default_factory=list)
-
-    def snapshot(self) -> DocumentCommit:
-        """A copy for Bytewax's recovery snapshot: containers copied, their values shared
-        (chunks, records, tickets, vectors and chunk sets are immutable)."""
-        return DocumentCommit(
-            versions={token: v.copy() for token, v in self.versions.items()},
-            current=self.current,
-            current_done=self.current_done,
-            current_chunks=self.current_chunks,
-            failed_chunks=dict(self.failed_chunks),
-            chunks=dict(self.chunks),
-            chunk_vectors=dict(self.chunk_vectors),
-            document=self.document,
-            completed=list(self.completed),
-        )
 
     def add(self, item: DocumentCommitInput) -> None:
         if isinstance(item, DocumentPending):
@@ -409,15 +388,15 @@ class DocumentCommit:
             chunk_deletes=tuple(k for k, c in self.chunks.items() if c is None),
             document_upserts=(record,) if record is not None else (),
             document_deletes=(doc_id,) if self.document is not None and record is None else (),
-            chunk_vectors=tuple(_with_mentions(v) for v in self.chunk_vectors.values() if v),
+            chunk_vectors=tuple(v for v in self.chunk_vectors.values() if v is not None),
             chunk_vector_deletes=tuple(k for k, v in self.chunk_vectors.items() if v is None),
             completed=tuple(self.completed),
         )
         self.chunks, self.chunk_vectors, self.document, self.completed = {}, {}, None, []
         return batch
 
-    def _version(self, ticket: Ticket) -> _Version:
-        return self.versions.setdefault(ticket.token, _Version())
+    def _version(self, ticket: Ticket) -> VersionMessages:
+        return self.versions.setdefault(ticket.token, VersionMessages())
 
     def _start(self, pending: DocumentPending) -> None:
         """A new version: its chunk records are written at once, its status turns
@@ -440,7 +419,7 @@ class DocumentCommit:
         for settled in version.settled.values():
             self._write_vector(settled)
 
-    def _show_progress(self, version: _Version) -> None:
+    def _show_progress(self, version: VersionMessages) -> None:
         """The record of a version in flight: PROCESSING, with how many of its changed
         chunks have settled (written with the next flush, so a reader follows a large
         document's progress)."""
@@ -488,7 +467,7 @@ class DocumentCommit:
                 self._complete(version)
                 del self.versions[current.token]
 
-    def _complete(self, version: _Version) -> None:
+    def _complete(self, version: VersionMessages) -> None:
         pending = version.pending
         if pending is None:
             raise RuntimeError("DocumentCommit completed a version whose pending never came")
@@ -497,7 +476,9 @@ class DocumentCommit:
         self.completed.append(CompletedDocument(pending.ticket, record, pending.event_time))
         self.current_done = True
 
-    def _with_failures(self, pending: DocumentPending, version: _Version) -> DocumentRecord | None:
+    def _with_failures(
+        self, pending: DocumentPending, version: VersionMessages
+    ) -> DocumentRecord | None:
         """The version's record, FAILED when a chunk of it failed extraction: in this
         version, or in an earlier one (completed or superseded) that this version kept the
         chunk from."""
@@ -519,26 +500,3 @@ class DocumentCommit:
             failure_kind=FailureKind.EXTRACTION,
             failed_chunk_ids=in_order,
         )
-
-
-def _with_mentions(value: ChunkVector | tuple[Chunk, Vector]) -> ChunkVector:
-    return value if len(value) == 3 else (value[0], value[1], NO_MENTIONS)
-
-
-# -- recovery snapshots of earlier versions -------------------------------------
-
-
-class CommitBuffer:
-    """The state of the single "commit" key that every write once passed through. Recovery
-    snapshots taken before commits were partitioned hold one; the dataflow no longer has
-    that step, so Bytewax only unpickles it, and it must still unpickle."""
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-
-
-class _Progress:
-    """Part of a `CommitBuffer` snapshot (see there)."""
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)

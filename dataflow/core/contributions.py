@@ -4,7 +4,7 @@ An entity or relation is never stored as a merged summary. Its state is a map
 {contribution id -> fragment}, one fragment per chunk that mentioned it, and
 the record the stores hold is `render`ed from that map. Removing a chunk
 retracts exactly the fragments it contributed, so the result is always the
-same as building from the remaining chunks (ARCHITECTURE.md invariants 1, 2, 4).
+same as building from the remaining chunks.
 
 Contribution ids:
 - an entity's own fragment from chunk C: ``C``
@@ -23,12 +23,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import chain
 from operator import attrgetter
-from typing import Generic, TypeVar, cast
+from typing import TypeVar
 
 from dataflow.core.chunking import Chunk
 from dataflow.core.extraction import UNKNOWN_TYPE, Extraction, merge_extractions
 from dataflow.core.naming import clean_entity_name, entity_key, relation_key
-from dataflow.core.snapshots import pack, unpack
 
 RelationPair = tuple[str, str]
 F = TypeVar("F", "EntityFragment", "RelationFragment")
@@ -41,8 +40,7 @@ class EntityFragment:
     `type` is None when the chunk only named the entity as a relation endpoint:
     such a fragment keeps the entity alive but takes no part in the type vote.
     `aliases` are the keys of the other names the chunk resolved to this entity
-    (sorted, never the entity's own key); an endpoint mention carries none. The
-    default keeps fragments pickled before aliases existed readable.
+    (sorted, never the entity's own key); an endpoint mention carries none.
     """
 
     name: str
@@ -100,25 +98,6 @@ class ChunkContributions:
         return (*self.entities, *self.relations)
 
 
-def _unpack_chunk_contributions(blob: bytes) -> ChunkLedger:
-    """Resumes a chunk step's snapshot made before ledgers (December 5, 2026), when the
-    step kept the whole `ChunkContributions`, pickled as this function of its packed rows."""
-    chunk_id, entities, relations = cast(_PackedChunk, unpack(blob))
-    return ChunkLedger.of(
-        ChunkContributions(
-            chunk_id,
-            tuple(EntityContribution(k, c, _build(EntityFragment, v)) for k, c, v in entities),
-            tuple(RelationContribution(k, c, _build(RelationFragment, v)) for k, c, v in relations),
-        )
-    )
-
-
-_PackedChunk = tuple[
-    str,
-    tuple[tuple[str, str, tuple[object, ...]], ...],
-    tuple[tuple[RelationPair, str, tuple[object, ...]], ...],
-]
-
 LedgerEntry = tuple[str, object, str]
 """A contribution's identity: ("entity" or "relation", its key, its contribution id)."""
 
@@ -138,9 +117,9 @@ class ChunkLedger:
     """
 
     chunk_id: str
-    entities: tuple[str, ...] = ()  # the entities the chunk describes (id: the chunk's)
-    relations: tuple[RelationPair, ...] = ()  # the pairs it relates (id: the chunk's)
-    digest: bytes = b""  # of every contribution, fragment included
+    entities: tuple[str, ...]  # the entities the chunk describes (id: the chunk's)
+    relations: tuple[RelationPair, ...]  # the pairs it relates (id: the chunk's)
+    digest: bytes  # of every contribution, fragment included
 
     @staticmethod
     def of(contributions: ChunkContributions) -> ChunkLedger:
@@ -170,23 +149,6 @@ class ChunkLedger:
         pair it relates."""
         return {*self.entities, *(key for pair in self.relations for key in pair)}
 
-    def packed(self) -> bytes:
-        """The ledger as its step's snapshot: one packed blob of its values
-        (dataflow/core/snapshots.py)."""
-        return pack((self.chunk_id, self.entities, self.relations, self.digest))
-
-    @staticmethod
-    def unpacked(blob: bytes) -> ChunkLedger:
-        return ChunkLedger(
-            *cast(tuple[str, tuple[str, ...], tuple[RelationPair, ...], bytes], unpack(blob))
-        )
-
-
-def _unpack_chunk_ledger(blob: bytes) -> ChunkLedger:
-    """A ledger from a recovery row written before the chunk step snapshotted bytes, where
-    the ledger pickled itself as a call of this function on its packed blob."""
-    return ChunkLedger.unpacked(blob)
-
 
 def identity(contribution: Contribution) -> LedgerEntry:
     kind = "entity" if isinstance(contribution, EntityContribution) else "relation"
@@ -201,56 +163,23 @@ def contributions_digest(contributions: ChunkContributions) -> bytes:
     return hashlib.blake2b(repr(rows).encode(), digest_size=16).digest()
 
 
-@dataclass(frozen=True)
-class FragmentRows(Generic[F]):
-    """One key's fragments as rows of field values: the form a snapshot pickles.
-
-    A hub's state is tens of thousands of fragments (25,082 for the biggest entity at 16,000
-    documents), and pickle spends most of its time on each dataclass's class and field
-    names: 52-75 ms for that entity as fragments, 31 ms as rows, conversion included, and
-    40 ms against 75 to load (docs/design.md, "Epochs of 10 s"). `restore` gives back equal
-    fragments.
-    """
-
-    kind: type[F]
-    rows: dict[str, tuple[object, ...]]
-
-    @staticmethod
-    def of(fragments: Mapping[str, F]) -> FragmentRows[F]:
-        """The rows of `fragments`, one kind of fragment, at least one (a state with none is
-        discarded)."""
-        if not fragments:
-            raise ValueError("FragmentRows.of needs at least one fragment")
-        kind = type(next(iter(fragments.values())))
-        row = _ROW[kind]
-        return FragmentRows(kind, {cid: row(f) for cid, f in fragments.items()})
-
-    def restore(self) -> dict[str, F]:
-        kind = self.kind
-        return {contribution_id: _build(kind, row) for contribution_id, row in self.rows.items()}
-
-
 def _field_names(kind: type[EntityFragment] | type[RelationFragment]) -> tuple[str, ...]:
     return tuple(f.name for f in fields(kind))
 
 
-_FIELD_NAMES = {kind: _field_names(kind) for kind in (EntityFragment, RelationFragment)}
-_ROW = {kind: attrgetter(*names) for kind, names in _FIELD_NAMES.items()}
-"""A fragment's field values in field order (its row), by kind of fragment."""
+FRAGMENT_FIELDS = {kind: _field_names(kind) for kind in (EntityFragment, RelationFragment)}
+"""Each kind of fragment's field names, in order."""
+
+FRAGMENT_ROW = {kind: attrgetter(*names) for kind, names in FRAGMENT_FIELDS.items()}
+"""A fragment's field values in field order (its row), by kind of fragment: what the
+digest of a chunk's contributions covers, and how a snapshot keeps fragments
+(dataflow/state/forms.py)."""
 
 
 def _values(fragment: EntityFragment | RelationFragment) -> tuple[object, ...]:
     """A fragment's row."""
-    row: tuple[object, ...] = _ROW[type(fragment)](fragment)
+    row: tuple[object, ...] = FRAGMENT_ROW[type(fragment)](fragment)
     return row
-
-
-def _build(kind: type[F], row: Iterable[object]) -> F:
-    """The fragment `row` holds the field values of, built as pickle builds a dataclass (no
-    __init__, fields set): a hub restores tens of thousands."""
-    fragment = object.__new__(kind)
-    fragment.__dict__.update(zip(_FIELD_NAMES[kind], row, strict=True))
-    return fragment
 
 
 def contributions_for_chunk(chunk: Chunk, extraction: Extraction) -> ChunkContributions:

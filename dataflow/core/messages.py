@@ -131,10 +131,8 @@ NO_MENTIONS = ChunkMentions()
 
 @dataclass(frozen=True)
 class ChunkSettled:
-    """The chunk step applied a chunk task and sent `deltas` deltas downstream.
-
-    `mentions`: what the chunk contributes now (a snapshot from before the field unpickles
-    with none)."""
+    """The chunk step applied a chunk task and sent `deltas` deltas downstream; `mentions`
+    is what the chunk contributes now."""
 
     ticket: Ticket
     chunk_id: str

@@ -41,7 +41,6 @@ from dataflow.core.documents import (
     prepare_document,
 )
 from dataflow.core.extraction import Extraction
-from dataflow.core.snapshots import pack, unpack
 from dataflow.core.tally import FragmentTally
 
 F = TypeVar("F", EntityFragment, RelationFragment)
@@ -55,22 +54,6 @@ class DocumentState:
     content_hash: str
     file_path: str
     chunk_ids: tuple[str, ...]
-
-    def packed(self) -> bytes:
-        """The state as its step's snapshot: one packed blob of its values
-        (dataflow/core/snapshots.py), where a pickled object's class and field names were most
-        of a document's snapshot (288 bytes; 140 packed with the index's dictionary)."""
-        return pack((self.content_hash, self.file_path, self.chunk_ids))
-
-    @staticmethod
-    def unpacked(blob: bytes) -> DocumentState:
-        return DocumentState(*cast(tuple[str, str, tuple[str, ...]], unpack(blob)))
-
-
-def _unpack_document_state(blob: bytes) -> DocumentState:
-    """A document's state from a recovery row written before the document step snapshotted
-    bytes, where the state pickled itself as a call of this function on its packed blob."""
-    return DocumentState.unpacked(blob)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ move of pointers; its `draft` is the same draft the fragments give (`EntityTally
 .draft(key) == entity_draft(key, state)`, property tests), made by copying sorted lists.
 
 A tally takes about half the memory of its fragments, so the dataflow keeps one only for a key
-with many fragments (dataflow/flow.py, `Components.tally_over_fragments`).
+with many fragments (dataflow/logic/fragments.py, `Components.tally_over_fragments`).
 """
 
 from __future__ import annotations

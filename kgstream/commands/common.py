@@ -1,4 +1,4 @@
-"""What every command shares: user errors, the data-directory lock, metrics, cluster flags."""
+"""What every command shares: the data-directory lock, metrics, cluster flags, the index."""
 
 from __future__ import annotations
 
@@ -9,21 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kgstream.errors import UserError
 from kgstream.settings import Settings
-
-
-class UserError(Exception):
-    """A problem the user can fix; `hint` says how."""
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
-
-
-class RunCannotGoOn(RuntimeError):
-    """A run stopped on an error every later document would meet too (a rejected key, an
-    unknown model); its one line is printed already (kgstream/indexer.py). The next run
-    resumes from the last snapshot once the setting is fixed."""
 
 
 @contextlib.contextmanager

@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kgstream.commands.common import UserError, data_dir_lock, run_options, telemetry
+from kgstream.commands.common import data_dir_lock, run_options, telemetry
 from kgstream.commands.inspection import print_status
 from kgstream.commands.serving import start_gateway
+from kgstream.errors import UserError
 from kgstream.settings import Settings
 
 
@@ -45,7 +46,8 @@ def command_index(settings: Settings, args: argparse.Namespace) -> int:
                     stop_after_scan=True,
                     watch=False,
                     max_document_bytes=settings.max_document_bytes,
-                )
+                ),
+                components.codec,
             )
             run_indexer(
                 components,
@@ -79,7 +81,7 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
                 components.stores.graph, components.stores.control, settings.kafka_topic
             )
         try:
-            source = _live_source(settings, args, components.stores.control, metrics)
+            source = _live_source(settings, args, components, metrics)
             if not args.no_serve:
                 stores, embedder = components.stores, components.embedder
                 engine = build_engine(
@@ -112,8 +114,9 @@ def command_run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _live_source(
-    settings: Settings, args: argparse.Namespace, control: Any, metrics: Any = None
+    settings: Settings, args: argparse.Namespace, components: Any, metrics: Any = None
 ) -> Any:
+    control = components.stores.control
     if settings.kafka_bootstrap_servers and args.watch is None:
         from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 
@@ -143,6 +146,7 @@ def _live_source(
     on_hold(None)  # a hold recorded by a run that was killed is over
     return FolderSource(
         FolderSourceOptions(root=folder.resolve(), max_document_bytes=settings.max_document_bytes),
+        components.codec,
         on_hold,
     )
 

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kgstream.commands.common import UserError, data_dir_lock, open_index_graph, require_index
+from kgstream.commands.common import data_dir_lock, open_index_graph, require_index
+from kgstream.errors import UserError
 from kgstream.settings import Settings
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ import contextlib
 import threading
 from typing import Any
 
-from kgstream.commands.common import UserError, data_dir_lock, require_index, telemetry
+from kgstream.commands.common import data_dir_lock, require_index, telemetry
+from kgstream.errors import UserError
 from kgstream.settings import Settings
 
 

@@ -2,7 +2,6 @@
 the write batches of the partitioned commit."""
 
 import dataclasses
-import pickle
 from collections import Counter
 
 from connectors.vectors.port import VectorKind
@@ -152,17 +151,6 @@ def test_an_edit_that_arrives_before_a_kept_chunk_s_failure_still_fails():
     assert "HTTP 500" in done.record.reason
 
 
-def test_a_snapshot_does_not_change_when_the_commit_goes_on():
-    commit = DocumentCommit()
-    commit.add(pending("v1", [OLD, KEPT], awaiting=("chunk-old", "chunk-kept")))
-    snapshot = commit.snapshot()
-    commit.add(settled("v1", OLD))
-    commit.add(settled("v1", KEPT))
-    assert commit.versions == {}
-    assert snapshot.versions["v1"].settled == {}
-    assert not snapshot.current_done and snapshot.chunks == {"chunk-old": OLD, "chunk-kept": KEPT}
-
-
 def test_renders_are_written_last_one_per_key_and_acknowledged_once_per_chunk():
     older = EntityRecord("alice", "Alice", "person", "x", ("chunk-old",), ("a.md",), ("a.md",))
     newer = EntityRecord("alice", "Alice", "person", "y", ("chunk-new",), ("a.md",), ("a.md",))
@@ -217,17 +205,3 @@ def test_a_chunk_point_names_what_its_settle_says_the_chunk_mentions():
 
     assert point.payload["entities"] == ["atlas project", "carla diaz"]
     assert point.payload["relations"] == ["atlas project\x1fcarla diaz"]
-
-
-def test_state_snapshotted_before_chunk_mentions_resumes_with_none():
-    """A settle pickled before `mentions` existed, and a vector it queued as a pair."""
-    old = settled("v1", NEW)
-    del old.__dict__["mentions"]  # as unpickled from a snapshot taken before the field
-    commit = DocumentCommit()
-    commit.add(pending("v1", [NEW], awaiting=[NEW.chunk_id]))
-    commit.add(pickle.loads(pickle.dumps(old)))
-    commit.chunk_vectors[KEPT.chunk_id] = (KEPT, (0.0, 1.0))  # the old (chunk, vector) pair
-
-    points = {p.key: p.payload for p in store_write(commit.flush()).vector_upserts}
-
-    assert points[NEW.chunk_id]["entities"] == points[KEPT.chunk_id]["entities"] == []

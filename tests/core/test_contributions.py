@@ -1,4 +1,3 @@
-import pickle
 from dataclasses import replace
 
 from hypothesis import given
@@ -7,7 +6,6 @@ from hypothesis import strategies as st
 from dataflow.core.chunking import Chunk
 from dataflow.core.contributions import (
     EntityFragment,
-    FragmentRows,
     RelationFragment,
     Renderer,
     RenderOptions,
@@ -235,19 +233,3 @@ def test_gleaning_keeps_the_aliases_of_both_passes():
     (merged,) = merge_extractions(first, second).entities
 
     assert (merged.description, merged.aliases) == ("long one", ("Adam", "Smith"))
-
-
-@given(st.dictionaries(st.text(min_size=1, max_size=6), fragments, min_size=1, max_size=6))
-def test_fragment_rows_pickle_and_restore_equal_fragments(state):
-    rows = pickle.loads(pickle.dumps(FragmentRows.of(state)))
-    restored = rows.restore()
-    assert restored == state
-    assert all(type(fragment) is EntityFragment for fragment in restored.values())
-    assert {hash(f) for f in restored.values()} == {hash(f) for f in state.values()}
-
-
-def test_fragment_rows_keep_every_field_of_relations_and_aliases():
-    relations = {"c1": relation_fragment("c1", 2.5, ("a", "b")), "c2": relation_fragment("c2")}
-    assert FragmentRows.of(relations).restore() == relations
-    aliased = {"c1": replace(entity_fragment("c1"), aliases=("ada lovelace",))}
-    assert FragmentRows.of(aliased).restore() == aliased

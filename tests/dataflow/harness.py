@@ -28,6 +28,7 @@ from dataflow.core.index import IndexSnapshot, ReferenceIndex
 from dataflow.core.messages import SourceEvent
 from dataflow.core.offline.extractor import extract_offline
 from dataflow.flow import build_flow
+from dataflow.state.fragment_log import LogPolicy
 
 TOKENIZER = TiktokenTokenizer()
 CHUNKING = ChunkingOptions(chunk_token_size=60, chunk_overlap_tokens=8, split_by_character="\n\n")
@@ -84,7 +85,7 @@ def components_with(
         # snapshot as logs from their fourth fragment, drop both under two, and draft from
         # fragments and snapshot them whole in between.
         tally_over_fragments=4,
-        log_over_fragments=4,
+        snapshot_logs=LogPolicy(over=4),
     )
 
 

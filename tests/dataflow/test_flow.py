@@ -10,9 +10,9 @@ from bytewax.testing import TestingSource
 from connectors.folder.source import FolderSource, FolderSourceOptions
 from connectors.redis.written_lists import SIDE
 from connectors.vectors.port import VectorKind
-from dataflow import flow
 from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentStatus, DocumentUpsert
 from dataflow.core.naming import relation_id
+from dataflow.logic.extract import HOLD_SECONDS
 from tests.dataflow.harness import (
     entry_point_for,
     events,
@@ -187,7 +187,8 @@ def test_an_initial_load_commits_as_it_goes_not_all_at_the_end(components, tmp_p
     # documents in moments, so on a busy machine the pool could finish most of them before
     # the dataflow's thread looked once (all finished documents go in one step).
     with_latency(components, 0.05)
-    source = FolderSource(FolderSourceOptions(root, stop_after_scan=True, watch=False, max_batch=5))
+    options = FolderSourceOptions(root, stop_after_scan=True, watch=False, max_batch=5)
+    source = FolderSource(options, components.codec)
     run_flow(components, source)
     steps = [count for count in completed if count]
     assert sum(steps) == 40
@@ -273,7 +274,7 @@ def test_a_small_document_overtakes_a_large_one_being_extracted(components, work
     components.chunks_per_round = 0
     # 48 chunks, 4 at a time: 2.4 s, longer than a finished document waits for a batch
     started = with_latency(components, 0.2)
-    assert flow.HOLD_SECONDS < 2
+    assert HOLD_SECONDS < 2
     source = TestingSource(large_then_small(big, small, started, completed))
     run_flow(components, source, entry_point_for(workers))
     assert completed.index("small.md") < completed.index("big.md"), completed

@@ -17,7 +17,7 @@ from dataflow.core.index import ReferenceIndex
 from dataflow.core.offline.extractor import extract_offline
 from dataflow.flow import build_flow
 from kgstream.assembly import llm_summarizer
-from kgstream.indexer import recovery_config
+from kgstream.indexer import recovery_partitions
 from tests.dataflow import harness
 from tests.dataflow.harness import (
     CHUNKING,
@@ -70,7 +70,8 @@ def poisoned_calls(llm_server) -> int:
 
 def run(components, changes, recovery_dir, retries=None, start=1.0):
     flow = build_flow(TestingSource(events(changes, start)), components, retries=retries)
-    run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery_config(recovery_dir)[0])
+    recovery = recovery_partitions(recovery_dir).config()
+    run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery)
 
 
 FAULTS = {

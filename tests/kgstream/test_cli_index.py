@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dataflow.core.snapshots import SMALL_STATE, is_packed, packed_with, raw
+from dataflow.state.codec import SMALL_STATE, SnapshotCodec, is_packed, packed_with
 from kgstream.cli import main
 from tests.kgstream.processes import clean_environment, finish, kgstream
 
@@ -268,12 +268,13 @@ def test_index_leaves_every_llm_reply_in_the_cache_file(llm_server, monkeypatch,
 def dictionaries_of_small_snapshots(data: Path) -> set[int | None]:
     """The dictionaries the small packed snapshots in `data`'s recovery partition name."""
     found = set()
+    codec = SnapshotCodec(stored_dictionary(data))
     with closing(sqlite3.connect(data / "recovery" / "part-0.sqlite3")) as connection:
         for (change,) in connection.execute(
             "SELECT ser_change FROM snaps WHERE ser_change IS NOT NULL"
         ):
             blob = pickle.loads(change)
-            if isinstance(blob, bytes) and is_packed(blob) and len(raw(blob)) < SMALL_STATE:
+            if isinstance(blob, bytes) and is_packed(blob) and len(codec.raw(blob)) < SMALL_STATE:
                 found.add(packed_with(blob))
     return found
 

@@ -20,7 +20,7 @@ from connectors.kafka.source import topic_end_offsets
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.port import VectorKind
 from dataflow.core.documents import DocumentDelete
-from kgstream.recovery import read_partitions
+from dataflow.state.partitions import read_partitions
 from tests.kgstream.processes import (
     SNAPSHOT_EVERY_SECOND,
     Output,

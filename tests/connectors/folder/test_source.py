@@ -43,8 +43,12 @@ from dataflow.core.documents import (
     prepare_document,
 )
 from dataflow.core.messages import SourceEvent
+from dataflow.state.codec import SnapshotCodec
 
 Summary = tuple[str, str] | tuple[str, str, bytes]
+
+CODEC = SnapshotCodec()
+"""Packs the source's snapshots, as the indexer's codec does (kgstream gives it the source)."""
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -126,7 +130,7 @@ def start(root: Path) -> Iterator[PartitionFactory]:
     partitions: list[FolderPartition] = []
 
     def build(resume: FolderSnapshot | None = None, **options: object) -> Driver:
-        source = FolderSource(FolderSourceOptions(root=root, **options))  # type: ignore[arg-type]
+        source = FolderSource(FolderSourceOptions(root=root, **options), CODEC)  # type: ignore[arg-type]
         partition = source.build_part("folder_in", "folder", resume)
         partitions.append(partition)
         return Driver(partition)
@@ -455,31 +459,20 @@ def test_snapshot_is_a_copy_that_later_changes_do_not_alter(
     taken = driver.partition.snapshot()
     (root / "a.md").write_bytes(b"two")
     driver.expect(("upsert", "a.md", b"two"))
-    assert unpack_fingerprints(taken) == {"a.md": sha256_of(b"one")}
-    assert unpack_fingerprints(driver.partition.snapshot()) == {"a.md": sha256_of(b"two")}
+    assert unpack_fingerprints(taken, CODEC) == {"a.md": sha256_of(b"one")}
+    assert unpack_fingerprints(driver.partition.snapshot(), CODEC) == {"a.md": sha256_of(b"two")}
 
 
 def test_a_snapshot_packs_each_sha256_as_its_bytes_and_reads_back_every_fingerprint() -> None:
     fingerprints = {f"notes/{n:05}.md": sha256_of(str(n).encode()) for n in range(2_000)}
     fingerprints["huge.md"] = "oversized:5000:1733400000000000000"
 
-    packed = pack_fingerprints(fingerprints)
+    packed = pack_fingerprints(fingerprints, CODEC)
 
-    assert unpack_fingerprints(packed) == fingerprints
+    assert unpack_fingerprints(packed, CODEC) == fingerprints
     # 32 bytes a hash, the paths compressed: at most 40 bytes a file, against the dict's 90.
     assert len(packed) <= 40 * len(fingerprints), len(packed)
     assert len(packed) * 2 < len(pickle.dumps(fingerprints, protocol=5))
-
-
-def test_a_snapshot_taken_before_fingerprints_were_packed_still_resumes(
-    root: Path, start: PartitionFactory
-) -> None:
-    (root / "same.md").write_bytes(b"same")
-    (root / "edited.md").write_bytes(b"after")
-    before = {"same.md": sha256_of(b"same"), "edited.md": sha256_of(b"before")}
-    driver = start(resume=before)
-    driver.expect(("upsert", "edited.md", b"after"))
-    driver.expect_nothing_before(root / "sentinel.md")
 
 
 def test_periodic_rescan_finds_changes_no_watcher_reported(
@@ -719,7 +712,8 @@ def test_a_root_moved_away_holds_its_documents_and_is_reconciled_when_moved_back
     for name in ("kept.md", "edited.md", "removed.md"):
         (root / name).write_bytes(name.encode())
     reports: list[str | None] = []
-    source = FolderSource(FolderSourceOptions(root=root, rescan_seconds=3600.0), reports.append)
+    options = FolderSourceOptions(root=root, rescan_seconds=3600.0)
+    source = FolderSource(options, CODEC, reports.append)
     driver = Driver(source.build_part("folder_in", "folder", None))
     try:
         driver.expect(*(("upsert", n, n.encode()) for n in ("kept.md", "edited.md", "removed.md")))
@@ -802,11 +796,11 @@ def test_without_a_watcher_a_vanished_root_holds_through_its_rescans(
 def test_an_empty_root_at_start_does_not_empty_the_index_of_a_one_shot_run(
     root: Path, start: PartitionFactory
 ) -> None:
-    snapshot = {"a.md": sha256_of(b"alpha"), "b.md": sha256_of(b"beta")}
-    driver = start(resume=snapshot, stop_after_scan=True)
+    fingerprints = {"a.md": sha256_of(b"alpha"), "b.md": sha256_of(b"beta")}
+    driver = start(resume=pack_fingerprints(fingerprints, CODEC), stop_after_scan=True)
     assert driver.run_to_end() == []
     assert "empty" in (driver.partition.holding or "")
-    assert driver.partition.fingerprints() == snapshot
+    assert driver.partition.fingerprints() == fingerprints
 
 
 # --- options and construction ---------------------------------------------------------------
@@ -829,7 +823,7 @@ def test_options_reject_values_out_of_range_naming_the_field(
 
 
 def test_building_on_a_missing_folder_says_which_folder(tmp_path: Path) -> None:
-    source = FolderSource(FolderSourceOptions(root=tmp_path / "absent"))
+    source = FolderSource(FolderSourceOptions(root=tmp_path / "absent"), CODEC)
     with pytest.raises(FileNotFoundError, match="absent"):
         source.build_part("folder_in", "folder", None)
 
@@ -842,7 +836,7 @@ def run_one_shot(root: Path, recovery_dir: Path) -> list[SourceEvent]:
     collected: list[SourceEvent] = []
     flow = Dataflow("folder_one_shot")
     options = FolderSourceOptions(root=root, stop_after_scan=True)
-    stream = op.input("folder_in", flow, FolderSource(options))
+    stream = op.input("folder_in", flow, FolderSource(options, CODEC))
     op.output("collect", stream, TestingSink(collected))
     config = RecoveryConfig(str(recovery_dir))  # type: ignore[no-untyped-call]
     runner = threading.Thread(

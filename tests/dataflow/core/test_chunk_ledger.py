@@ -1,12 +1,7 @@
 """The chunk step's state, its ledger (`ChunkLedger`): the deltas a chunk's next extraction
-or removal emits from it alone, its recovery snapshot packed as one compressed blob of rows
-(dataflow/core/snapshots.py) and equal after a round trip, and the snapshots of earlier
-versions (the whole contributions, packed or pickled as objects) still resuming."""
+or removal emits from it alone (its snapshot: tests/dataflow/state/test_forms.py)."""
 
-import copyreg
 import hashlib
-import io
-import pickle
 from dataclasses import replace
 
 import pytest
@@ -14,26 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dataflow.core.chunking import Chunk
-from dataflow.core.contributions import (
-    ChunkContributions,
-    ChunkLedger,
-    _unpack_chunk_contributions,
-    _unpack_chunk_ledger,
-    contributions_for_chunk,
-)
+from dataflow.core.contributions import ChunkContributions, ChunkLedger, contributions_for_chunk
 from dataflow.core.extraction import ExtractedEntity, ExtractedRelation, Extraction
-from dataflow.core.messages import ChunkOutcome, Ticket
-from dataflow.core.snapshots import pack
 from dataflow.core.steps import (
     ChunkExtracted,
     ChunkRemoved,
-    DocumentState,
     EntityDelta,
     RelationDelta,
-    _unpack_document_state,
     update_chunk,
 )
-from dataflow.flow import _chunk_step
 
 names = st.sampled_from(["Ada", "Bob", "Lind", "Elskholm", "Fallow Forum", "ada"])
 entities = st.builds(
@@ -64,56 +48,6 @@ def chunk_id(n: int) -> str:
 
 def chunk(n: int = 1) -> Chunk:
     return Chunk(chunk_id(n), "news/2021/forum.md", 0, "text", 1, "news/2021/forum.md")
-
-
-def pickled_as_objects(state: object) -> bytes:
-    """`state` (a dataclass) pickled as the code before packing pickled it: its own fields."""
-
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if type(obj) is type(state):
-                return copyreg.__newobj__, (type(obj),), dict(vars(obj))
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
-
-
-def pickled_before_ledgers(state: ChunkContributions) -> bytes:
-    """`state` pickled as the chunk step's snapshot was before ledgers: the whole
-    contributions, as one packed blob of rows."""
-
-    def row(c):
-        return c.key, c.contribution_id, tuple(vars(c.fragment).values())
-
-    blob = pack((state.chunk_id, tuple(map(row, state.entities)), tuple(map(row, state.relations))))
-
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if obj is state:
-                return _unpack_chunk_contributions, (blob,)
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
-
-
-def pickled_as_a_restore_call(state: ChunkLedger | DocumentState) -> bytes:
-    """`state` pickled as its step's snapshot was before the step snapshotted bytes: a call
-    of the module's restore function on the packed blob."""
-    restore = _unpack_chunk_ledger if isinstance(state, ChunkLedger) else _unpack_document_state
-
-    class Before(pickle.Pickler):
-        def reducer_override(self, obj):
-            if obj is state:
-                return restore, (state.packed(),)
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    Before(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return buffer.getvalue()
 
 
 def extracted(extraction: Extraction, n: int = 1) -> ChunkExtracted:
@@ -225,38 +159,6 @@ def test_a_removed_chunk_retracts_every_contribution_it_made(extraction):
     }
 
 
-@given(extractions)
-def test_a_ledger_round_trips_through_its_packed_snapshot(extraction):
-    ledger = ChunkLedger.of(contributions_for_chunk(chunk(), extraction))
-    restored = ChunkLedger.unpacked(pickle.loads(pickle.dumps(ledger.packed())))
-    assert restored == ledger
-    assert hash(restored) == hash(ledger)
-    # As the chunk step's snapshot row was before it snapshotted bytes: the same ledger.
-    assert pickle.loads(pickled_as_a_restore_call(ledger)) == ledger
-
-
-@given(extractions, extractions)
-def test_a_snapshot_made_before_ledgers_still_resumes(first, second):
-    """Both earlier forms of the chunk step's state, the packed contributions and the
-    contributions pickled as objects, resume as the chunk's ledger: the chunk step emits
-    what it would have from the ledger."""
-    state = contributions_for_chunk(chunk(), first)
-    outcomes = [
-        ChunkOutcome(TICKET, extracted(second)),
-        ChunkOutcome(TICKET, ChunkRemoved(state.chunk_id)),
-    ]
-    for resumed in (
-        pickle.loads(pickled_before_ledgers(state)),
-        pickle.loads(pickled_as_objects(state)),
-    ):
-        for outcome in outcomes:
-            assert _chunk_step(resumed, outcome) == _chunk_step(ChunkLedger.of(state), outcome)
-    assert pickle.loads(pickled_before_ledgers(state)) == ChunkLedger.of(state)
-
-
-TICKET = Ticket("news/2021/forum.md", "t1")
-
-
 def realistic_extraction() -> Extraction:
     """A chunk as the extractor sees one: entities and relations whose descriptions repeat
     the chunk's phrases."""
@@ -271,16 +173,3 @@ def realistic_extraction() -> Extraction:
             for a, b in zip(people, people[1:] + people[:1], strict=True)
         ),
     )
-
-
-def test_a_ledger_packs_to_a_fraction_of_the_contributions():
-    """Pickled as objects, every fragment repeats its class and field names; packed, the
-    rows compress (6x on the 16,000-document index's chunks); the ledger keeps no fragment
-    (29.2 MB of packed contributions against 6.8 MB of ledgers there)."""
-    state = contributions_for_chunk(chunk(), realistic_extraction())
-
-    ledger = len(pickle.dumps(ChunkLedger.of(state).packed()))
-    packed, objects = len(pickled_before_ledgers(state)), len(pickled_as_objects(state))
-
-    assert packed * 4 < objects, (packed, objects)
-    assert ledger * 2 < packed, (ledger, packed)

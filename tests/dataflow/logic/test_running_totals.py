@@ -1,9 +1,8 @@
-"""The entity and relation steps (dataflow/flow.py) draft a key with many fragments from running
-totals (dataflow/core/tally.py), kept from `tally_over` fragments on and dropped under half of
-it, and every draft they emit equals the draft of their fragments."""
+"""The entity and relation steps (dataflow/logic/fragments.py) draft a key with many fragments
+from running totals (dataflow/core/tally.py), kept from `tally_over` fragments on and dropped
+under half of it, and every draft they emit equals the draft of their fragments."""
 
 import pickle
-from datetime import timedelta
 
 from dataflow.core.contributions import (
     EntityFragment,
@@ -14,9 +13,15 @@ from dataflow.core.contributions import (
 from dataflow.core.messages import TaggedDelta, Ticket
 from dataflow.core.steps import EntityDelta, RelationDelta
 from dataflow.core.tally import EntityTally, RelationTally
-from dataflow.flow import _EntityLogic, _RelationLogic
+from dataflow.logic.fragments import EntityLogic, RelationLogic
+from dataflow.state.codec import SnapshotCodec
+from dataflow.state.held_bases import HeldBases
 
 TICKET = Ticket("a.md", "t1")
+
+
+def entity_logic(resume: bytes | None = None, tally_over: int = 64) -> EntityLogic:
+    return EntityLogic(resume, codec=SnapshotCodec(), bases=HeldBases(), tally_over=tally_over)
 
 
 def said(n: int, text: str = "a mathematician") -> EntityFragment:
@@ -35,7 +40,7 @@ def emitted(logic, batch):
 
 
 def test_a_key_keeps_running_totals_from_the_threshold_and_drops_them_under_half():
-    logic = _EntityLogic(None, timedelta(0), tally_over=8)
+    logic = entity_logic(tally_over=8)
     draft = emitted(logic, [entity_delta(n, said(n)) for n in range(7)])
     assert logic.state.tally is None
     assert draft == entity_draft("ada", logic.state.fragments)
@@ -61,9 +66,9 @@ def test_a_key_keeps_running_totals_from_the_threshold_and_drops_them_under_half
 
 
 def test_a_resumed_key_builds_its_totals_again_when_next_touched():
-    logic = _EntityLogic(None, timedelta(0), tally_over=4)
+    logic = entity_logic(tally_over=4)
     emitted(logic, [entity_delta(n, said(n)) for n in range(6)])
-    logic = _EntityLogic(pickle.loads(pickle.dumps(logic.snapshot())), timedelta(0), tally_over=4)
+    logic = entity_logic(pickle.loads(pickle.dumps(logic.snapshot())), tally_over=4)
     assert logic.state.tally is None  # never in a snapshot
 
     draft = emitted(logic, [entity_delta(0), entity_delta(9, said(9, "a writer"))])
@@ -78,7 +83,7 @@ def test_a_relation_keeps_running_totals_too():
             TICKET, f"c{n}", RelationDelta(("ada", "bob"), f"c{n}", None if retracted else fragment)
         )
 
-    logic = _RelationLogic(None, timedelta(0), tally_over=2)
+    logic = RelationLogic(None, codec=SnapshotCodec(), bases=HeldBases(), tally_over=2)
     draft = emitted(logic, [delta(1, 1e16), delta(2, 1.0)])
     assert isinstance(logic.state.tally, RelationTally)
     draft = emitted(logic, [delta(1, 1e16, retracted=True)])
@@ -89,7 +94,7 @@ def test_a_relation_keeps_running_totals_too():
 def test_a_fold_changes_the_fragments_in_place_and_a_snapshot_keeps_its_own():
     """Folds change the key's dict in place (no copy of a hub per touch), so the snapshot
     Bytewax takes at the epoch's end must not see the folds after it."""
-    logic = _EntityLogic(None, timedelta(0), tally_over=4)
+    logic = entity_logic(tally_over=4)
     emitted(logic, [entity_delta(n, said(n)) for n in range(6)])
     fragments = logic.state.fragments
     snapshot = logic.snapshot()
@@ -97,5 +102,5 @@ def test_a_fold_changes_the_fragments_in_place_and_a_snapshot_keeps_its_own():
     emitted(logic, [entity_delta(0), entity_delta(7, said(7, "a writer"))])
 
     assert logic.state.fragments is fragments  # the same dict, folded in place
-    resumed = _EntityLogic(pickle.loads(pickle.dumps(snapshot)), timedelta(0)).state
+    resumed = entity_logic(pickle.loads(pickle.dumps(snapshot))).state
     assert resumed.fragments == {f"c{n}": said(n) for n in range(6)}

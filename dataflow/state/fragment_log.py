@@ -1,26 +1,24 @@
 """A big key's snapshot as the changes packed since its last whole packing, which a step of
-its own holds (issue 11).
+its own holds.
 
 Bytewax snapshots every key a step touched in an epoch, and the entity and relation steps'
-snapshot is the key's fragments packed (dataflow/core/snapshots.py). Packed whole, a hub cost
-its whole size in every epoch that touched it: at 16,000 documents the biggest entity holds
-25,082 fragments (31 ms to pack), and py-spy over the load put packing at 0.13 of the 1.41
-samples a document took, against 0.03 of 1.21 at 1,000 documents, the largest cost that grew
-with the corpus.
+snapshot is the key's fragments packed (dataflow/state/fragments.py). Packed whole, a hub
+costs its whole size in every epoch that touches it: at 16,000 documents the biggest entity
+holds 25,082 fragments (31 ms to pack), a cost that grows with the corpus.
 
-So a key of at least `LOG_OVER` fragments keeps its snapshot as a log: the packed rows of
-its fragments when it was last packed whole (the base), and one packed piece per snapshot
+So a key of at least `LogPolicy.over` fragments keeps its snapshot as a log: the packed rows
+of its fragments when it was last packed whole (the base), and one packed piece per snapshot
 since, holding what changed in the epoch before it: the rows added or replaced and the
 contribution ids removed. A snapshot packs only its epoch's changes. The base is not in the
 key's snapshot: the step hands it (`HeldBase`) to a step of its own keyed alike
-(`dataflow/flow.py`, "entity_base" and "relation_base"), whose snapshot it is, written once
-when it is made; the key's snapshot names it by a random id. Once the pieces add up to
-`REBASE` of the base's bytes, or to `MOST_PIECES`, a fold packs the key whole again and hands
-the new base on, so a key's row is at most about `MOST_PIECES` plus one epoch's changes
-whatever its size, and the whole key is written once per that much change. A resumed key
-reads its pieces from its own row and its base from the holder, which leaves it in the
-process for the key to claim (both steps route a key to the same worker:
-`dataflow/flow.py`, `_BaseHolder`).
+(dataflow/logic/fragments.py, `BaseHolder`: "entity_base" and "relation_base"), whose
+snapshot it is, written once when it is made; the key's snapshot names it by a random id.
+Once the pieces add up to `LogPolicy.rebase` of the base's bytes, or to
+`LogPolicy.most_pieces`, a fold packs the key whole again and hands the new base on, so a
+key's row is at most about `most_pieces` plus one epoch's changes whatever its size, and the
+whole key is written once per that much change. A resumed key reads its pieces from its own
+row and its base from the holder, which leaves it for the key to claim
+(dataflow/state/held_bases.py; both steps route a key to the same worker).
 """
 
 from __future__ import annotations
@@ -30,28 +28,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
-from dataflow.core.contributions import EntityFragment, FragmentRows, RelationFragment
-from dataflow.core.snapshots import pack, unpack
+from dataflow.core.contributions import EntityFragment, RelationFragment
+from dataflow.state.codec import SnapshotCodec
+from dataflow.state.forms import FragmentRows, Rows
 
 F = TypeVar("F", EntityFragment, RelationFragment)
 
-LOG_OVER = 256
-"""Fragments from which a key's snapshot is a log; under half of it, it is packed whole
-again (a key that shrank has no use for one). Packing 256 fragments whole takes about
-0.3 ms."""
-
-REBASE = 0.5
-"""The pieces' bytes, as a share of the base's, at which a fold packs the key whole again.
-Replaying the 16,000-document load's folds into its 120 biggest keys, a snapshot every 302
-chunks: 14.3 s of packing whole, 2.8 s as a log at 0.5 and 4.2 s at 0.25, for 11% and 6%
-more bytes."""
-
-MOST_PIECES = 64 * 1024
-"""The pieces' bytes at which a fold packs the key whole again whatever its size: the bound
-on what a big key's snapshot writes per epoch beyond the epoch's own changes."""
-
-Piece = tuple[dict[str, tuple[object, ...]], tuple[str, ...]]
+Piece = tuple[Rows, tuple[str, ...]]
 """One snapshot's changes: the rows added or replaced, and the contribution ids removed."""
+
+
+@dataclass(frozen=True)
+class LogPolicy:
+    """When a key's snapshot is a log, and when a fold packs it whole again."""
+
+    over: int = 256
+    """Fragments from which a key's snapshot is a log; under half of it, it is packed whole
+    again (a key that shrank has no use for one). Packing 256 fragments whole takes about
+    0.3 ms."""
+    rebase: float = 0.5
+    """The pieces' bytes, as a share of the base's, at which a fold packs the key whole
+    again. Replaying the 16,000-document load's folds into its 120 biggest keys, a snapshot
+    every 302 chunks: 14.3 s of packing whole, 2.8 s as a log at 0.5 and 4.2 s at 0.25, for
+    11% and 6% more bytes."""
+    most_pieces: int = 64 * 1024
+    """The pieces' bytes at which a fold packs the key whole again whatever its size: the
+    bound on what a big key's snapshot writes per epoch beyond the epoch's own changes."""
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,9 @@ class FragmentLog(Generic[F]):
         self.pieces_size = sum(map(len, self.pieces))
 
     @staticmethod
-    def of(fragments: Mapping[str, F]) -> FragmentLog[F]:
+    def of(fragments: Mapping[str, F], codec: SnapshotCodec) -> FragmentLog[F]:
         """A log whose base is `fragments`, packed now."""
-        base = _packed_whole(fragments)
+        base = _packed_whole(fragments, codec)
         return FragmentLog(base, len(base))
 
     def note(self, changes: Iterable[tuple[str, F | None]]) -> None:
@@ -90,47 +92,49 @@ class FragmentLog(Generic[F]):
         for contribution_id, fragment in changes:
             self.changes[contribution_id] = fragment
 
-    def rebase_due(self) -> bool:
-        """Whether the pieces reached `REBASE` of the base or `MOST_PIECES`."""
-        return self.pieces_size >= min(REBASE * self.base_size, MOST_PIECES)
+    def rebase_due(self, policy: LogPolicy) -> bool:
+        """Whether the pieces reached the policy's share of the base, or its most pieces."""
+        return self.pieces_size >= min(policy.rebase * self.base_size, policy.most_pieces)
 
-    def rebase(self, fragments: Mapping[str, F]) -> None:
+    def rebase(self, fragments: Mapping[str, F], codec: SnapshotCodec) -> None:
         """Make `fragments`, packed now, the base, with no pieces or changes since."""
-        self.base = _packed_whole(fragments)
+        self.base = _packed_whole(fragments, codec)
         self.base_size, self.base_id = len(self.base), None
         self.pieces, self.pieces_size, self.changes = [], 0, {}
 
     def hand_off(self) -> HeldBase | None:
         """The base for the holder, if it is not there yet; from then on the snapshots name
-        it (`base_id`) instead of holding it."""
+        it (`base_id`, random: a key's bases never share one) instead of holding it."""
         if self.base is None:
             return None
         self.base_id, base, self.base = os.urandom(16), self.base, None
         return HeldBase(self.base_id, base)
 
-    def packed(self) -> tuple[bytes | None, bytes | None, tuple[bytes, ...]]:
+    def packed(self, codec: SnapshotCodec) -> tuple[bytes | None, bytes | None, tuple[bytes, ...]]:
         """(base or None, base id or None, pieces) of a snapshot of the state the changes
         noted since the last one made: the changes packed as a piece."""
         if self.changes:
-            self.pieces.append(pack(_piece(self.changes)))
+            self.pieces.append(codec.pack(_piece(self.changes)))
             self.pieces_size += len(self.pieces[-1])
             self.changes = {}
         return self.base, self.base_id, tuple(self.pieces)
 
 
-def restore_log(kind: type[F], base: bytes, pieces: Sequence[bytes]) -> dict[str, F]:
+def restore_log(
+    kind: type[F], base: bytes, pieces: Sequence[bytes], codec: SnapshotCodec
+) -> dict[str, F]:
     """The fragments of `kind` a snapshot's base and pieces hold."""
-    rows = cast(dict[str, tuple[object, ...]], unpack(base))
+    rows = cast(Rows, codec.unpack(base))
     for blob in pieces:
-        added, removed = cast(Piece, unpack(blob))
+        added, removed = cast(Piece, codec.unpack(blob))
         for contribution_id in removed:
             rows.pop(contribution_id, None)
         rows.update(added)
     return FragmentRows(kind, rows).restore()
 
 
-def _packed_whole(fragments: Mapping[str, F]) -> bytes:
-    return pack(FragmentRows.of(fragments).rows)
+def _packed_whole(fragments: Mapping[str, F], codec: SnapshotCodec) -> bytes:
+    return codec.pack(FragmentRows.of(fragments).rows)
 
 
 def _piece(changes: Mapping[str, F | None]) -> Piece:

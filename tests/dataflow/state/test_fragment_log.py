@@ -1,15 +1,17 @@
 """A big key's snapshot is the changes packed since its last whole packing, whose bytes
-the holder step keeps (dataflow/core/fragment_log.py): a snapshot packs only what changed
+the holder step keeps (dataflow/state/fragment_log.py): a snapshot packs only what changed
 and does not hold the base, the key is packed whole again (and the new base handed on) once
-the pieces reach `REBASE` of the base or `MOST_PIECES`, and every snapshot resumes as the
-state it was taken of, through the real Bytewax recovery too, after a crash between
-snapshots, whichever of the two steps resumes first."""
+the pieces reach the policy's share of the base or its most pieces, and every snapshot
+resumes as the state it was taken of, through the real Bytewax recovery too, after a crash
+between snapshots, whichever of the two steps resumes first."""
 
+import itertools
 import multiprocessing
 import pickle
 import sqlite3
 import time
 from contextlib import closing
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import chain
 
@@ -18,16 +20,19 @@ from bytewax.testing import TestingSource, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataflow import flow
-from dataflow.core import fragment_log
-from dataflow.core.contributions import EntityFragment, FragmentRows
+from dataflow.clock import Clock
+from dataflow.core.contributions import EntityFragment
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert, content_hash
-from dataflow.core.fragment_log import HeldBase
-from dataflow.core.messages import TaggedDelta, Ticket
-from dataflow.core.snapshots import is_packed, unpack
+from dataflow.core.messages import EntityDrafted, TaggedDelta, Ticket
 from dataflow.core.steps import EntityDelta
-from dataflow.flow import EntityDrafted, _BaseHolder, _EntityLogic, build_flow
-from kgstream.indexer import recovery_config
+from dataflow.flow import build_flow
+from dataflow.logic.fragments import BaseHolder, EntityLogic
+from dataflow.state.codec import SnapshotCodec, is_packed
+from dataflow.state.errors import MissingBaseError
+from dataflow.state.forms import FragmentRows
+from dataflow.state.fragment_log import HeldBase, LogPolicy
+from dataflow.state.held_bases import HeldBases
+from kgstream.indexer import recovery_partitions
 from tests.dataflow.harness import events, fresh_build, stored
 from tests.support.ports import free_ports
 
@@ -42,8 +47,18 @@ def delta(contribution_id: str, value: EntityFragment | None) -> TaggedDelta:
     return TaggedDelta(Ticket("ada.md", "t1"), chunk_id, EntityDelta("ada", contribution_id, value))
 
 
-def logic_of(resume=None, log_over=8) -> _EntityLogic:
-    return _EntityLogic(resume, timedelta(0), tally_over=1_000, log_over=log_over)
+CODEC = SnapshotCodec()
+
+
+def logic_of(resume=None, log_over=8, bases: HeldBases | None = None, **options) -> EntityLogic:
+    return EntityLogic(
+        resume,
+        codec=CODEC,
+        bases=bases if bases is not None else HeldBases(),
+        tally_over=1_000,
+        logs=LogPolicy(over=log_over),
+        **options,
+    )
 
 
 def bytewax_copy(value):
@@ -53,12 +68,14 @@ def bytewax_copy(value):
 
 class Key:
     """One key of the entity step and of its holder step, driven as Bytewax drives them:
-    what the key hands on goes to the holder, and each epoch snapshots the steps touched."""
+    what the key hands on goes to the holder, and each epoch snapshots the steps touched.
+    `bases` is the process's channel between the two steps."""
 
     def __init__(self, log_over: int = 8) -> None:
         self.log_over = log_over
-        self.logic = logic_of(log_over=log_over)
-        self.holder: _BaseHolder | None = None
+        self.bases = HeldBases()
+        self.logic = logic_of(log_over=log_over, bases=self.bases)
+        self.holder: BaseHolder | None = None
         self.held_snapshot: tuple[bytes, bytes] | None = None  # the holder's last
         self.handed: list[HeldBase] = []
 
@@ -71,7 +88,7 @@ class Key:
         bases = [item for item in emitted if isinstance(item, HeldBase)]
         if bases:
             self.handed += bases
-            holder = self.holder or _BaseHolder(None)
+            holder = self.holder or BaseHolder(None, self.bases)
             _, discarded = holder.on_batch(bases)
             self.holder = None if discarded else holder
             self.held_snapshot = None if discarded else bytewax_copy(holder.snapshot())
@@ -81,13 +98,15 @@ class Key:
         return bytewax_copy(self.logic.snapshot())
 
     def resumed(self, snapshot: bytes) -> "Key":
-        """The key resumed from `snapshot` and its holder's last snapshot, holder first."""
+        """The key resumed (in a new process) from `snapshot` and its holder's last
+        snapshot, holder first."""
         key = Key(self.log_over)
         if self.held_snapshot is not None:
-            key.holder, key.held_snapshot = _BaseHolder(self.held_snapshot), self.held_snapshot
-        key.logic = logic_of(snapshot, log_over=self.log_over)
-        if key.logic.state.unresolved is not None:
-            assert key.logic._resolve(), "the holder left no base for the key"
+            key.holder = BaseHolder(self.held_snapshot, key.bases)
+            key.held_snapshot = self.held_snapshot
+        key.logic = logic_of(snapshot, log_over=self.log_over, bases=key.bases)
+        key.logic.on_notify()  # a resumed key claims its base when it is next woken
+        assert key.logic.state.unresolved is None, "the holder left no base for the key"
         return key
 
 
@@ -114,7 +133,7 @@ def test_a_snapshot_of_a_big_key_packs_only_what_changed_and_not_its_base():
     next_id, (piece,) = held(snapshot)
     assert next_id == base_id
     assert handed.base is not None and handed.base not in snapshot
-    added, removed = unpack(piece)
+    added, removed = CODEC.unpack(piece)
     assert set(added) == {"c3", "c20"} and removed == ("c4",)
     assert FragmentRows(EntityFragment, added).restore()["c3"] == fragment(3, "wrote")
     assert key.resumed(snapshot).logic.state == key.logic.state
@@ -138,19 +157,20 @@ def test_a_big_key_is_packed_whole_again_once_its_pieces_reach_half_its_base():
         pytest.fail("40 changes of a 40-fragment key never packed it whole again")
     snapshot = key.snapshot()
     assert held(snapshot) == (key.handed[-1].base_id, ())
-    assert sum(map(len, pieces)) >= fragment_log.REBASE * len(first.base)  # when due, not before
-    assert sum(map(len, pieces[:-1])) < fragment_log.REBASE * len(first.base)
+    rebase = LogPolicy().rebase
+    assert sum(map(len, pieces)) >= rebase * len(first.base)  # when due, not before
+    assert sum(map(len, pieces[:-1])) < rebase * len(first.base)
     assert key.resumed(snapshot).logic.state == key.logic.state
 
 
-def test_a_huge_key_is_packed_whole_again_once_its_pieces_reach_a_fixed_size(monkeypatch):
+def test_a_huge_key_is_packed_whole_again_once_its_pieces_reach_a_fixed_size():
     """So a key's row stays small whatever its size: here a tenth of the base."""
     key = Key()
     key.fold([delta(f"c{n}", fragment(n)) for n in range(400)])
     key.snapshot()
     (first,) = key.handed
     assert first.base is not None
-    monkeypatch.setattr(fragment_log, "MOST_PIECES", len(first.base) // 10)
+    key.logic.logs = LogPolicy(over=key.log_over, most_pieces=len(first.base) // 10)
     sizes = []
     for n in range(400):
         key.fold([delta(f"c{n}", fragment(n, "wrote"))])
@@ -200,16 +220,17 @@ def test_a_key_resumed_before_its_holder_waits_for_its_base_and_keeps_what_came_
     snapshot, holder_snapshot = key.snapshot(), key.held_snapshot
     assert holder_snapshot is not None
 
-    early = logic_of(snapshot)  # its holder not resumed yet
+    bases = HeldBases()  # the resumed process's
+    early = logic_of(snapshot, bases=bases)  # its holder not resumed yet
     emitted, complete = early.on_batch([delta("c2", None), delta("c12", fragment(12))])
     assert list(emitted) == [] and not complete
     retry = early.notify_at()
     assert retry is not None and retry <= datetime.now(UTC) + timedelta(seconds=1)
     assert list(early.on_notify()[0]) == []  # still no base: nothing folded, nothing lost
     waiting = bytewax_copy(early.snapshot())  # a crash here keeps the waiting deltas
-    early = logic_of(waiting)
+    early = logic_of(waiting, bases=bases)
 
-    _BaseHolder(holder_snapshot)  # the holder resumes: its base is left for the key
+    BaseHolder(holder_snapshot, bases)  # the holder resumes: its base is left for the key
     emitted, _ = early.on_notify()
     (drafted,) = [item for item in emitted if isinstance(item, EntityDrafted)]
     key.fold([delta("c2", None), delta("c12", fragment(12))])
@@ -220,14 +241,16 @@ def test_a_key_resumed_before_its_holder_waits_for_its_base_and_keeps_what_came_
     assert early.notify_at() is None
 
 
-def test_a_key_whose_base_never_comes_stops_the_run_with_the_reason(monkeypatch):
+def test_a_key_whose_base_never_comes_stops_the_run_with_the_reason():
     key = Key()
     key.fold([delta(f"c{n}", fragment(n)) for n in range(12)])
-    orphan = logic_of(key.snapshot())
-    monkeypatch.setattr(flow, "BASE_WAIT_SECONDS", 0.0)
+    seconds = itertools.count(0.0, 60.0)  # a minute passes between two looks
+    clock = Clock(monotonic=lambda: next(seconds))
+    orphan = logic_of(key.snapshot(), bases=HeldBases(wait_seconds=90.0), clock=clock)
     orphan.on_batch([delta("c1", None)])
-    with pytest.raises(RuntimeError, match="recovery database is damaged"):
-        orphan.on_batch([delta("c2", None)])
+    orphan.on_batch([delta("c2", None)])
+    with pytest.raises(MissingBaseError, match="recovery database is damaged"):
+        orphan.on_batch([delta("c3", None)])
 
 
 changes = st.lists(
@@ -296,13 +319,13 @@ def one_at_a_time(graph, source_events, deadline_seconds: float = 120.0):
 
 
 def test_a_run_that_crashes_between_snapshots_resumes_from_a_log_and_equals_a_fresh_build(
-    components, tmp_path, monkeypatch
+    components, tmp_path
 ):
     """The harness snapshots keys of four fragments or more as logs (and here never packs
     one whole again, so every piece stays). A run aborted after edits and deletes, each in
     epochs of its own, leaves the hub's last committed snapshot pieces that name its base in
     the holder step; the next run resumes it from both and ends equal to a fresh build."""
-    monkeypatch.setattr(fragment_log, "REBASE", 1_000.0)
+    components.snapshot_logs = replace(components.snapshot_logs, rebase=1_000.0)
     before = [note(n) for n in range(8)]
     before += [note(1, " Twice."), DocumentDelete("note-2.md"), note(8), note(3, " Again.")]
     after = [note(4, " Later."), DocumentDelete("note-5.md"), note(9)]
@@ -310,7 +333,8 @@ def test_a_run_that_crashes_between_snapshots_resumes_from_a_log_and_equals_a_fr
 
     def run(source: TestingSource) -> None:
         flow = build_flow(source, components)
-        run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery_config(data)[0])
+        recovery = recovery_partitions(data).config()
+        run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery)
 
     graph = components.stores.graph
     first = chain(one_at_a_time(graph, events(before)), [TestingSource.ABORT()])
@@ -342,46 +366,36 @@ def test_a_run_that_crashes_between_snapshots_resumes_from_a_log_and_equals_a_fr
 def resume_in_a_cluster(proc_id, addresses, redis_url, llm_url, workspace, work, out, changes):
     """One process of a two-process cluster resuming from `work`/data/recovery (a fresh
     interpreter): each big key's base must be on its key's worker, or the key waits for it
-    and the run stops; puts the keys that claimed their base here on `out`."""
+    and the run stops; puts how many keys claimed their base here on `out`."""
     from bytewax.recovery import RecoveryConfig
     from bytewax.testing import cluster_main
 
     from tests.dataflow.harness import new_components
 
     components = new_components(redis_url, llm_url, work / f"vectors-{proc_id}", workspace)
-    flow.BASE_WAIT_SECONDS = 20.0  # a base in the other process: fail in this test's time
-    resolved = []
-    resolve = flow._FragmentsLogic._resolve
-
-    def noting(logic):
-        claimed = resolve(logic)
-        if claimed:
-            resolved.append(logic.state.key)
-        return claimed
-
-    flow._FragmentsLogic._resolve = noting
-    dataflow = build_flow(TestingSource(changes), components)
+    bases = HeldBases(wait_seconds=20.0)  # a base in the other process: fail in this test's time
+    dataflow = build_flow(TestingSource(changes), components, bases=bases)
     recovery = RecoveryConfig(str(work / "data" / "recovery"))
     cluster_main(
         dataflow, addresses, proc_id, epoch_interval=timedelta(0), recovery_config=recovery
     )
     components.stores.vectors.close()
-    out.put((proc_id, resolved))
+    out.put((proc_id, bases.claimed))
 
 
 def test_a_crash_resumed_by_a_cluster_of_another_shape_finds_each_base_beside_its_key(
-    components, redis_server, llm_server, tmp_path, monkeypatch
+    components, redis_server, llm_server, tmp_path
 ):
     """Bytewax routes a key to the same worker in every step, so after a crash in one
     process, two processes resume it and each big key claims its base from the holder step
     in its own process (keys of both processes claim one here), and the stores equal a
     fresh build."""
-    monkeypatch.setattr(fragment_log, "REBASE", 1_000.0)
+    components.snapshot_logs = replace(components.snapshot_logs, rebase=1_000.0)
     before = [note(n) for n in range(8)]
     before += [note(1, " Twice."), DocumentDelete("note-2.md"), note(8), note(3, " Again.")]
     after = [note(4, " Later."), DocumentDelete("note-5.md"), note(9)]
     first = chain(one_at_a_time(components.stores.graph, events(before)), [TestingSource.ABORT()])
-    config, _ = recovery_config(tmp_path / "data")
+    config = recovery_partitions(tmp_path / "data").config()
     run_main(
         build_flow(TestingSource(first), components),
         epoch_interval=timedelta(0),
