@@ -16,9 +16,9 @@ from connectors.retry import Backoff
 from connectors.stores import StoreLocations, open_stores
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from tests.connectors.redis.test_graph_store import entity
-from tests.kgstream.processes import wait_until
 from tests.support.ports import free_port
 from tests.support.redis import RedisTestCluster, RedisTestServer
+from tests.support.wait import wait_until
 
 FAST = Backoff(0.01, 0.05)
 

@@ -19,7 +19,7 @@ from connectors.vectors.base import VectorKind, VectorPoint
 from connectors.vectors.edge import EdgeVectorStore
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord
-from tests.kgstream.processes import wait_until
+from tests.support.wait import wait_until
 
 _workspaces = itertools.count()
 

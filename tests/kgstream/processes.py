@@ -6,9 +6,9 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.wait import wait_until as wait_until  # the recovery tests import it here
 
 ROOT = Path(__file__).resolve().parents[2]
 FREE_HTTP_ADDRESS = "127.0.0.1:0"  # tests run side by side: never the default port
@@ -61,14 +61,6 @@ def finish(process: subprocess.Popen[str], timeout: float = 120) -> str:
     output, _ = process.communicate(timeout=timeout)
     assert process.returncode == 0, output
     return output
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Output:
