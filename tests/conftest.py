@@ -1,8 +1,10 @@
-"""Fixtures shared by the whole suite live in tests/support/ and are registered here."""
+"""Fixtures shared by the whole suite live in tests/support/ and are registered here, with
+the `services` marker (tests/support/services.py)."""
 
 import os
 
 import pytest
+from hypothesis import settings
 
 from dataflow.core.snapshots import use_dictionary
 
@@ -14,7 +16,13 @@ pytest_plugins = [
     "tests.support.llm_server",
     "tests.support.kafka",
     "tests.support.redis",
+    "tests.support.services",
 ]
+
+# Hypothesis's deadline (200 ms an example) times the machine, not the code: on two cores
+# shared with other work a first example can take longer. The examples run stay the same.
+settings.register_profile("kgstream", deadline=None)
+settings.load_profile("kgstream")
 
 
 @pytest.fixture(autouse=True)

@@ -107,6 +107,7 @@ def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
 @pytest.mark.filterwarnings(
     "ignore:Failed to obtain server version:UserWarning"
 )  # the test above's
+@pytest.mark.services
 def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all_return_with_it(
     tmp_path: Path,
 ) -> None:

@@ -335,6 +335,7 @@ def all_snapshots(directory) -> list[tuple[str, str, int, bytes | None]]:
     return sorted(rows)
 
 
+@pytest.mark.services
 def test_a_kill_can_leave_snapshots_of_the_epoch_the_resume_runs_again_and_a_start_drops_them(
     tmp_path,
 ):
@@ -357,6 +358,7 @@ def test_a_kill_can_leave_snapshots_of_the_epoch_the_resume_runs_again_and_a_sta
     assert all_snapshots(directory) == [row for row in rows if row[2] < resume]
 
 
+@pytest.mark.services
 def test_a_key_the_resumed_run_leaves_alone_keeps_its_state_not_the_killed_runs(tmp_path):
     """Real Bytewax, killed with -9. A kill while the workers close an epoch can leave that
     epoch's snapshot of a key in its partition while the frontiers still name the epoch (the

@@ -62,6 +62,8 @@ ODD_KEYS = (
     "kg:default:ent:{fake}",
 )
 
+pytestmark = pytest.mark.services  # every backend is a redis-server (see BACKENDS)
+
 _workspaces = itertools.count()
 
 
