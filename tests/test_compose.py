@@ -35,6 +35,9 @@ from kgstream.metrics import Metrics, parse_metrics_address, start_metrics_serve
 from kgstream.settings import ENV_ALIASES, ENV_PREFIX, FILE_SUFFIX, Settings, load_settings
 from tests.support.redis import RedisTestServer
 
+# `docker compose config` (or docker-compose) parses the file; health checks run commands.
+pytestmark = pytest.mark.services
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 ONE_SHOT_CONDITION = "service_completed_successfully"

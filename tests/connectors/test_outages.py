@@ -17,13 +17,14 @@ from connectors.stores import StoreLocations, open_stores
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from dataflow.core.commit import GraphBatch
 from tests.connectors.redis.test_graph_store import entity
-from tests.kgstream.processes import wait_until
 from tests.support.ports import free_port
 from tests.support.redis import RedisTestCluster, RedisTestServer
+from tests.support.wait import wait_until
 
 FAST = Backoff(0.01, 0.05)
 
 
+@pytest.mark.services
 def test_a_call_waits_while_redis_is_down_and_returns_once_it_is_back():
     server = RedisTestServer().start()
     graph = GraphStore.from_url(server.url, "outage")
@@ -47,6 +48,7 @@ def test_a_call_waits_while_redis_is_down_and_returns_once_it_is_back():
         server.stop()
 
 
+@pytest.mark.services
 def test_another_thread_s_call_getting_through_does_not_end_a_waiting_call_s_outage():
     """The extraction pool embeds while the dataflow's write waits for Redis: the embedding's
     call succeeding must not say the outage is over (a stop would then not stop at once)."""
@@ -113,6 +115,7 @@ def test_qdrant_without_an_answer_or_with_5xx_is_an_outage_and_4xx_is_not():
             raise error
 
 
+@pytest.mark.services
 def test_a_killed_embedded_redis_is_restarted_with_what_it_had(tmp_path):
     stores = open_stores(StoreLocations(tmp_path / "data"), "space", 4)
     try:
@@ -131,6 +134,7 @@ def test_a_killed_embedded_redis_is_restarted_with_what_it_had(tmp_path):
         stores.close()
 
 
+@pytest.mark.services
 def test_a_batch_waits_while_a_redis_cluster_node_is_down_and_is_written_once_it_is_back():
     """A cluster with a primary gone answers CLUSTERDOWN on its other nodes too (once they
     call it failed) and refuses connections on its own: both are outages, waited out."""

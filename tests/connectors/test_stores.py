@@ -19,7 +19,7 @@ from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.port import VectorKind, VectorPoint
 from dataflow.core.commit import CommitBatch
 from dataflow.core.contributions import EntityRecord
-from tests.kgstream.processes import wait_until
+from tests.support.wait import wait_until
 
 _workspaces = itertools.count()
 
@@ -106,6 +106,7 @@ def test_a_point_whose_write_failed_is_written_when_the_write_is_tried_again(sto
     assert "ada" in stores.vectors.get(VectorKind.ENTITY, ["ada"])
 
 
+@pytest.mark.services
 def test_a_revived_embedded_server_gets_every_record_whole_again(tmp_path: Path):
     """`Stores.revive` restarts a killed embedded redis-server and forgets which lists it
     wrote (connectors/redis/written_lists.py), so the next write of a record sends them all."""

@@ -75,6 +75,7 @@ def cl100k() -> tiktoken.Encoding:
     return load_encoding("cl100k_base")
 
 
+@pytest.mark.services
 def test_encoding_loads_and_encodes_with_network_unreachable_and_empty_cache(
     tmp_path: Path,
 ) -> None:

@@ -20,6 +20,7 @@ from gateway.keywords import (
 from gateway.prompts import NO_CONTEXT_ANSWER
 from gateway.types import NO_LLM_ANSWER, Keywords, Mode, QueryParams, Turn, Usage
 from tests.dataflow.harness import TOKENIZER
+from tests.support.wait import wait_until
 
 LEADER = "Who leads the Atlas Project?"
 LEADER_CHUNK = "Carla Diaz leads the Atlas Project at Northwind Labs."
@@ -162,7 +163,7 @@ def test_closing_a_stream_early_drops_the_http_stream_and_caches_nothing(corpus,
     deltas = iter(stream)
     assert next(deltas) == "word0 "
     stream.close()
-    assert llm_server.wait_for(lambda: llm_server.aborted_streams == 1, timeout=5)
+    wait_until(lambda: llm_server.aborted_streams == 1, 30, "the stream to be aborted")
 
     llm_server.delta_delay_seconds = 0.0
     llm_server.queue_replies("complete answer")

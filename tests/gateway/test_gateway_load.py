@@ -10,8 +10,9 @@ from pathlib import Path
 from bench.corpus import build_world, generate_corpus
 from bench.gateway_bench import MODES, build_questions
 from bench.gateway_load import processed_documents, run_load
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, kgstream
 from tests.support.llm_server import OpenAICompatibleServer
+from tests.support.wait import wait_until
 
 
 def test_four_clients_of_every_mode_during_ingestion_see_no_error_and_no_version_going_back(

@@ -25,6 +25,7 @@ from tests.gateway.test_server_safety import listed_services
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.ports import free_port
 from tests.support.redis import RedisTestServer
+from tests.support.wait import wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -51,11 +52,14 @@ def statuses(address: str) -> set[int]:
         }
 
 
-def wait_for(address: str, status: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while statuses(address) != {status}:
-        assert time.monotonic() < deadline, f"health never became {status}"
-        time.sleep(0.02)
+def wait_for(address: str, status: int) -> None:
+    """Until every service reports `status`."""
+    wait_until(
+        lambda: statuses(address) == {status},
+        30,
+        f"every service's health to be {status}",
+        interval=0.02,
+    )
 
 
 def test_health_is_not_serving_while_redis_is_down_and_serving_once_it_is_back(
@@ -104,6 +108,7 @@ def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
 @pytest.mark.filterwarnings(
     "ignore:Failed to obtain server version:UserWarning"
 )  # the test above's
+@pytest.mark.services
 def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all_return_with_it(
     tmp_path: Path,
 ) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from tests.gateway.corpus import Corpus, build_corpus
 from tests.gateway.test_server import http_gateway, new_engine, running_gateway, status_of
 from tests.support.kafka import KafkaBroker
 from tests.support.redis import RedisTestServer
+from tests.support.wait import wait_until
 
 
 @pytest.fixture
@@ -48,10 +48,13 @@ def read_events(
         consumer.assign([where])
         consumer.seek(where, offset)
         records: list[Any] = []
-        deadline = time.monotonic() + 30
-        while len(records) < count and time.monotonic() < deadline:
+
+        def read() -> bool:
             for batch in consumer.poll(timeout_ms=200).values():
                 records.extend(batch)
+            return len(records) >= count
+
+        wait_until(read, 30, f"{count} events at {topic}/{partition}@{offset}", interval=0)
     finally:
         consumer.close()
     decoded = [decode_message(r.key, r.value) for r in records[:count]]

@@ -29,9 +29,9 @@ from protos.kgstream.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of
-from tests.kgstream.processes import wait_until
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.ports import free_port
+from tests.support.wait import wait_until
 
 TOKEN = "s3cret-token"
 LONG_ANSWER = " ".join(f"word{i}" for i in range(300))
@@ -273,7 +273,7 @@ def test_a_call_waiting_for_a_retrieval_slot_ends_at_its_deadline(
         request = pb.QueryRequest(question=QUESTION, mode=pb.QUERY_MODE_NAIVE)
         first = threading.Thread(target=lambda: stub.Retrieve(request, timeout=30))
         first.start()
-        assert llm_server.wait_for(lambda: llm_server.in_flight == 1)
+        wait_until(lambda: llm_server.in_flight == 1, 30, "the first call", interval=0.01)
         began = time.monotonic()
         code, _ = status_of(lambda: stub.Retrieve(request, timeout=0.5))
         waited = time.monotonic() - began
@@ -431,7 +431,7 @@ def test_a_call_the_client_left_stops_before_embedding_the_question(
                 assert code == grpc.StatusCode.DEADLINE_EXCEEDED
             else:
                 pending = stub.Retrieve.future(request)
-                assert llm_server.wait_for(lambda: llm_server.in_flight == 1, timeout=10)
+                wait_until(lambda: llm_server.in_flight == 1, 30, "the call", interval=0.01)
                 pending.cancel()
             assert engine.ended.acquire(timeout=30), "the engine call never ended"
             error = engine.errors[-1]
@@ -500,8 +500,8 @@ def test_cancelling_a_query_stream_stops_the_llm_stream_at_once(
         # (a socket closed under a blocked read closes when that read returns); keep a
         # gap between writes so that the close can land first.
         llm_server.delta_delay_seconds = 0.2
-        assert llm_server.wait_for(lambda: llm_server.aborted_streams == 2, timeout=10)
-        assert llm_server.wait_for(lambda: llm_server.in_flight == 0, timeout=5)
+        wait_until(lambda: llm_server.aborted_streams == 2, 30, "both streams aborted")
+        wait_until(lambda: llm_server.in_flight == 0, 30, "no call in flight")
         llm_server.delta_delay_seconds = 0.0
         events = list(stub.QueryStream(request, timeout=10))
         assert "".join(e.delta.text for e in events if e.HasField("delta")) == LONG_ANSWER

@@ -6,8 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,14 +59,6 @@ def finish(process: subprocess.Popen[str], timeout: float = 120) -> str:
     output, _ = process.communicate(timeout=timeout)
     assert process.returncode == 0, output
     return output
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Output:

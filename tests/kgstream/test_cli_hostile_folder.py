@@ -20,11 +20,12 @@ from dataflow.core.documents import DocumentLimits, DocumentStatus
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.offline.extractor import extract_offline
 from kgstream.cli import main
-from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, finish, kgstream
 from tests.kgstream.test_cli_watch import TOKENIZER, fresh_build
 from tests.kgstream.test_store_outages import Run, metric, stored
 from tests.support.ports import free_port
 from tests.support.redis import RedisTestServer
+from tests.support.wait import wait_until
 
 HOSTILE_NAMES = {
     os.fsdecode(b"caf\xe9.txt"): "Zoe\u0308 Quist opened a cafe in Lyon.",  # Latin-1, old zip

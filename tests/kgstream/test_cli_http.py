@@ -10,7 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, kgstream
+from tests.support.wait import wait_until
 
 DOCS = {"people/carla.md": "Carla Diaz leads the Atlas Project at Northwind Labs in Lisbon."}
 

@@ -13,14 +13,9 @@ from connectors.kafka.producer import DocumentEventProducer
 from connectors.redis.index_control import RedisIndexControl
 from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentDelete, DocumentStatus, DocumentUpsert
-from tests.kgstream.processes import (
-    SNAPSHOT_EVERY_SECOND,
-    finish,
-    kgstream,
-    llm_environment,
-    wait_until,
-)
+from tests.kgstream.processes import SNAPSHOT_EVERY_SECOND, finish, kgstream, llm_environment
 from tests.support.llm_server import offline_extraction_reply
+from tests.support.wait import wait_until
 
 _topics = itertools.count()
 PEOPLE = ["Alice Moreau", "Bob Tanaka", "Carla Diaz", "Dmitri Volkov", "Erin Walsh", "Farah Khan"]

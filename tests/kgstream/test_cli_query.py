@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kgstream.cli import main
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, kgstream
+from tests.support.wait import wait_until
 
 DOCS = {
     "people/carla.md": "Carla Diaz leads the Atlas Project at Northwind Labs in Lisbon.",

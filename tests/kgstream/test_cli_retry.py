@@ -14,9 +14,10 @@ from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.documents import DocumentUpsert, FailureKind
 from dataflow.core.index import IndexSnapshot
 from kgstream.cli import main
-from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, finish, kgstream
 from tests.kgstream.test_cli_watch import fresh_build, stored_graph
 from tests.support.llm_server import offline_extraction_reply, status
+from tests.support.wait import wait_until
 
 POISON = "Quillon Varga"
 FILES = {

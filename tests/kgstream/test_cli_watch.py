@@ -19,7 +19,8 @@ from dataflow.core.contributions import Renderer
 from dataflow.core.index import IndexSnapshot, ReferenceIndex
 from dataflow.core.naming import relation_id
 from dataflow.core.offline.extractor import extract_offline
-from tests.kgstream.processes import clean_environment, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, kgstream
+from tests.support.wait import wait_until
 
 TOKENIZER = TiktokenTokenizer()
 

@@ -27,12 +27,12 @@ from tests.kgstream.processes import (
     finish,
     kgstream,
     llm_environment,
-    wait_until,
 )
 from tests.kgstream.test_cli_kafka import document, export
 from tests.kgstream.test_kafka_faults import stored_vectors
 from tests.support.llm_server import offline_extraction_reply
 from tests.support.ports import free_ports
+from tests.support.wait import wait_until
 
 PROCESSES = 2
 RESUMES = re.compile(r"-(\d+) resumes at offset (\d+)")

@@ -8,6 +8,8 @@ import pytest
 
 from kgstream.cli import main
 
+pytestmark = pytest.mark.services  # the embedded redis-server
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

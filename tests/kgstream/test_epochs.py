@@ -12,7 +12,8 @@ import pytest
 
 from kgstream.commands.common import run_options
 from kgstream.settings import SettingsError, load_settings
-from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, finish, kgstream
+from tests.support.wait import wait_until
 
 EPOCH_SECONDS = 0.25
 EPOCHS_TIMED = 8

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from kgstream.logs import LIBRARY_LOGGERS, configure_logging
+from tests.support.wait import wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -83,16 +84,16 @@ def test_auto_picks_json_for_a_stream_that_is_not_a_terminal():
     assert line["message"] == "hello" and line["n"] == 1
 
 
-def read_until(fd: int, needle: bytes, deadline_seconds: float = 5.0) -> bytes:
-    received = b""
-    deadline = time.monotonic() + deadline_seconds
-    while needle not in received:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"{needle!r} never arrived; got {received!r}"
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            received += os.read(fd, 4096)
-    return received
+def read_until(fd: int, needle: bytes) -> bytes:
+    """What the terminal has shown, once `needle` is among it."""
+    received = bytearray()
+
+    def arrived() -> bytes:
+        if select.select([fd], [], [], 0)[0]:
+            received.extend(os.read(fd, 4096))
+        return bytes(received) if needle in received else b""
+
+    return wait_until(arrived, 30, f"{needle!r} on the terminal", interval=0.01)
 
 
 def test_auto_picks_readable_text_for_a_terminal():

@@ -7,7 +7,8 @@ import signal
 import urllib.request
 from collections import defaultdict
 
-from tests.kgstream.processes import Output, clean_environment, kgstream, wait_until
+from tests.kgstream.processes import Output, clean_environment, kgstream
+from tests.support.wait import wait_until
 
 PEOPLE = ["Alice Moreau", "Bob Tanaka", "Carla Diaz", "Dmitri Volkov", "Erin Walsh", "Farah Khan"]
 ORGS = ["Northwind Labs", "Helios Corp", "Atlas Foundation", "Kestrel Bank", "Orion Trust"]

@@ -24,9 +24,10 @@ from dataflow.core.index import IndexSnapshot
 from kgstream.cli import main
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
-from tests.kgstream.processes import Output, clean_environment, kgstream, wait_until
+from tests.kgstream.processes import Output, clean_environment, kgstream
 from tests.kgstream.test_cli_watch import fresh_build
 from tests.support.redis import RedisTestCluster
+from tests.support.wait import wait_until
 
 DOCS = {
     "team/alice.md": "Alice Moreau founded Northwind Labs in Lisbon. She leads the Atlas Project.",

@@ -14,9 +14,10 @@ import grpc
 
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
-from tests.kgstream.processes import Output, clean_environment, kgstream, wait_until
+from tests.kgstream.processes import Output, clean_environment, kgstream
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.redis import RedisTestServer
+from tests.support.wait import wait_until
 
 SECRETS = {
     "KGSTREAM_GRPC_AUTH_TOKEN": "tok-Zq8vWm3LxR7pN2",

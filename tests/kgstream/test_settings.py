@@ -157,6 +157,7 @@ def test_any_setting_can_come_from_a_file_named_by_its_FILE_variable(tmp_path: P
         load_settings({"KGSTREAM_REDIS_PASSWORD_FILE": str(tmp_path / "missing")})
 
 
+@pytest.mark.services
 def test_a_redis_password_joins_the_url_escaped_and_reaches_a_real_server(tmp_path: Path):
     from connectors.redis.graph_store import GraphStore
     from tests.support.redis import RedisTestServer

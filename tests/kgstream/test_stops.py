@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.kgstream.processes import finish, kgstream, llm_environment, wait_until
+from tests.kgstream.processes import finish, kgstream, llm_environment
 from tests.kgstream.test_cli_kafka import export
 from tests.support.llm_server import offline_extraction_reply
+from tests.support.wait import wait_until
 
 DOCUMENTS = 6
 

@@ -14,12 +14,13 @@ import pytest
 
 from connectors.index_export import read_graph
 from connectors.redis.graph_store import GraphStore
-from tests.kgstream.processes import clean_environment, finish, kgstream, wait_until
+from tests.kgstream.processes import clean_environment, finish, kgstream
 from tests.kgstream.test_cli_kafka import export
 from tests.kgstream.test_cli_watch import fresh_build
 from tests.support.llm_server import EMBEDDINGS
 from tests.support.ports import free_port
 from tests.support.redis import RedisTestServer
+from tests.support.wait import wait_until
 
 WAITING = "the indexer waits for it"
 

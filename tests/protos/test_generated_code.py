@@ -1,9 +1,12 @@
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.services
 def test_generated_modules_match_the_protos(tmp_path: Path):
     """Generated code is committed; it must be exactly what scripts/gen-protos makes."""
     subprocess.run([str(ROOT / "scripts" / "gen-protos"), str(tmp_path)], check=True, cwd=ROOT)

@@ -26,6 +26,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from tests.support.ports import LOOPBACK, free_ports
+from tests.support.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LIB_DIR = REPO_ROOT / ".cache" / "kafka" / "lib"
@@ -352,36 +353,39 @@ class KafkaBroker:
             )
 
     def _wait_until_ready(self) -> None:
-        process = self._process
-        if process is None or self.broker_port is None:
+        process, port = self._process, self.broker_port
+        if process is None or port is None:
             raise KafkaBrokerError("internal: _wait_until_ready called before launch.")
-        deadline = time.monotonic() + self.options.start_timeout_s
-        last_error = "the broker port never accepted a connection"
-        while True:
-            # Waiting on the process doubles as the poll interval and as exit detection.
-            try:
-                code = process.wait(timeout=POLL_INTERVAL_S)
-            except subprocess.TimeoutExpired:
-                pass
-            else:
+
+        def ready() -> bool:
+            code = process.poll()
+            if code is not None:
                 raise KafkaBrokerError(
                     f"Kafka exited with {code} while starting; log tail:\n{self.log_tail()}"
                 )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise KafkaBrokerError(
-                    f"Kafka did not become ready within {self.options.start_timeout_s} s "
-                    f"(start_timeout_s); last error: {last_error}; log tail:\n{self.log_tail()}"
-                )
             # A plain TCP probe first: admin clients spawn an I/O thread per attempt.
-            if not _accepts_connections(self.broker_port):
-                continue
+            if not _accepts_connections(port):
+                raise _NotReady("the broker port never accepted a connection")
             try:
-                _list_topics(f"{LOOPBACK}:{self.broker_port}", min(remaining, ATTEMPT_TIMEOUT_S))
+                _list_topics(f"{LOOPBACK}:{port}", ATTEMPT_TIMEOUT_S)
             except Exception as exc:  # any client error means "not ready yet"
-                last_error = f"{type(exc).__name__}: {exc}"
-                continue
-            return
+                raise _NotReady(f"{type(exc).__name__}: {exc}") from exc
+            return True
+
+        try:
+            wait_until(
+                ready,
+                self.options.start_timeout_s,
+                "Kafka to become ready (start_timeout_s)",
+                interval=POLL_INTERVAL_S,
+                ignoring=(_NotReady,),
+            )
+        except AssertionError as timeout:
+            raise KafkaBrokerError(f"{timeout}; log tail:\n{self.log_tail()}") from None
+
+
+class _NotReady(Exception):
+    """The broker is still starting; the message says what failed last."""
 
 
 def _accepts_connections(port: int) -> bool:

@@ -363,17 +363,6 @@ class OpenAICompatibleServer:
         with self._lock:
             return self._aborted_streams
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-        """Poll `predicate` (re-checked on every server event) until true or `timeout`."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            with self._changed:
-                self._changed.wait(min(remaining, 0.05))
-        return True
-
     def reset(self) -> None:
         """Forget calls, counters, scripted replies, failures, stalls and holds (scripting
         attributes stay)."""

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +30,7 @@ from redis.retry import Retry
 
 from connectors.redis.embedded import EmbeddedRedis, find_redis_server
 from tests.support.ports import free_port, free_ports
+from tests.support.wait import wait_until
 
 
 class RedisTestServer:
@@ -41,7 +41,7 @@ class RedisTestServer:
     def __init__(
         self,
         executable: str | None = None,
-        start_timeout_seconds: float = 10.0,
+        start_timeout_seconds: float = 30.0,
         password: str | None = None,
         persistent: bool = False,
         extra_args: tuple[str, ...] = (),
@@ -97,28 +97,31 @@ class RedisTestServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        client = self._control_client()
-        deadline = time.monotonic() + self.start_timeout_seconds
+        process, directory, client = self._process, self._dir, self._control_client()
+
+        def answers() -> bool:
+            code = process.poll()
+            if code is not None:
+                log = (directory / "redis.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(
+                    f"{self.executable} exited with code {code} on port {self.port}:\n{log}"
+                )
+            return bool(client.ping())
+
         try:
-            while True:
-                code = self._process.poll()
-                if code is not None:
-                    log = (self._dir / "redis.log").read_text(errors="replace")[-2000:]
-                    raise RuntimeError(
-                        f"{self.executable} exited with code {code} on port {self.port}:\n{log}"
-                    )
-                with contextlib.suppress(redis.ConnectionError, OSError):
-                    if client.ping():
-                        return self
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(
-                        f"{self.executable} did not answer PING on port {self.port} within "
-                        f"{self.start_timeout_seconds} s"
-                    )
-                time.sleep(0.01)
+            wait_until(
+                answers,
+                self.start_timeout_seconds,
+                f"{self.executable} to answer PING on port {self.port}",
+                interval=0.01,
+                ignoring=(redis.ConnectionError, OSError),
+            )
+        except AssertionError:
+            self.stop()
+            raise
         finally:
             client.close()
+        return self
 
     def stop(self, keep_data: bool = False) -> None:
         """Shut the server down; its directory goes too unless `keep_data` (to restart
@@ -252,16 +255,14 @@ class RedisTestCluster:
     def wait_for_state(self, state: str, nodes: list[RedisTestServer]) -> None:
         """Wait until each of `nodes` reports cluster_state `state` (ok, or fail once a
         node has been silent for the node timeout)."""
-        deadline = time.monotonic() + self.start_timeout_seconds
         clients = [node._control_client() for node in nodes]
         try:
-            while not all(c.cluster("INFO").get("cluster_state") == state for c in clients):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the Redis Cluster nodes on ports {[n.port for n in nodes]} did not "
-                        f"reach cluster_state:{state} within {self.start_timeout_seconds} s"
-                    )
-                time.sleep(0.05)
+            wait_until(
+                lambda: all(c.cluster("INFO").get("cluster_state") == state for c in clients),
+                self.start_timeout_seconds,
+                f"the Redis Cluster nodes on ports {[n.port for n in nodes]} to reach "
+                f"cluster_state:{state}",
+            )
         finally:
             for client in clients:
                 client.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +18,13 @@ from tests.support.kafka import (
     new_cluster_id,
 )
 from tests.support.ports import LOOPBACK, free_port
+from tests.support.wait import wait_until
 
 TOPIC = "smoke-keyed"
 PARTITIONS = 3
 KEY_COUNT = 40
 TOMBSTONE_KEY = b"doc-07"
-CONSUME_DEADLINE_S = 15.0
+CONSUME_DEADLINE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,17 @@ def consume_all(bootstrap_servers: str, expected: int) -> tuple[list[WrittenReco
     consumer.assign(partitions)
     consumer.seek_to_beginning(*partitions)
     received: list[WrittenRecord] = []
-    deadline = time.monotonic() + CONSUME_DEADLINE_S
-    while len(received) < expected and time.monotonic() < deadline:
+
+    def read() -> bool:
         for batch in consumer.poll(timeout_ms=200).values():
             received.extend(WrittenRecord(r.partition, r.offset, r.key, r.value) for r in batch)
+        return len(received) >= expected
+
+    try:
+        wait_until(read, CONSUME_DEADLINE_S, f"{expected} records of {TOPIC}", interval=0)
+    except BaseException:
+        consumer.close()
+        raise
     return received, consumer
 
 

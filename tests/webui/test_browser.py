@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kgstream.processes import ROOT, Output, clean_environment, kgstream, wait_until
+from tests.kgstream.processes import ROOT, Output, clean_environment, kgstream
+from tests.support.wait import wait_until
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 CHROMIUM = os.environ.get("KGSTREAM_CHROMIUM", "/usr/bin/chromium")

@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "gateway" / "http" / "webui"
 
@@ -20,6 +22,7 @@ def files_under(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.services
 def test_rebuilding_the_web_ui_gives_the_committed_assets(tmp_path):
     out = tmp_path / "webui"
     build = subprocess.run(
@@ -43,6 +46,7 @@ def test_the_built_page_loads_its_assets_from_the_served_folder():
         assert f'"/assets/{name}"' in page, f"index.html does not load {name}"
 
 
+@pytest.mark.services
 def test_the_wheel_ships_the_built_web_ui(tmp_path):
     """What the Dockerfile installs (pip install of the packages) serves the UI without npm."""
     source = tmp_path / "src"

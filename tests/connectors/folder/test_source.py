@@ -44,6 +44,7 @@ from dataflow.core.documents import (
 )
 from dataflow.core.messages import SourceEvent
 from dataflow.state.codec import SnapshotCodec
+from tests.support.wait import wait_until
 
 Summary = tuple[str, str] | tuple[str, str, bytes]
 
@@ -51,13 +52,8 @@ CODEC = SnapshotCodec()
 """Packs the source's snapshots, as the indexer's codec does (kgstream gives it the source)."""
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll `predicate` until it holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(0.005)
+WAIT_SECONDS = 30.0  # what a test waits for arrives in milliseconds on an idle machine
+PUMP_INTERVAL = 0.005  # between two calls of `next_batch`
 
 
 def summarise(event: SourceEvent) -> Summary:
@@ -75,17 +71,20 @@ class Driver:
         self.partition = partition
         self.events: list[SourceEvent] = []
 
-    def pump_until(self, predicate: Callable[[list[SourceEvent]], bool]) -> None:
+    def pump_until(self, predicate: Callable[[list[SourceEvent]], bool], what: str) -> None:
+        """Call `next_batch` until `predicate` holds for the events collected; `what` names
+        what the test waits for."""
+
         def step() -> bool:
             self.events.extend(self.partition.next_batch())
             return predicate(self.events)
 
-        wait_until(step)
+        wait_until(step, WAIT_SECONDS, what, interval=PUMP_INTERVAL)
 
     def expect(self, *summaries: Summary) -> list[SourceEvent]:
         """Wait for exactly these events (in any order), then hand them over and forget them."""
         wanted = sorted(summaries)
-        self.pump_until(lambda events: len(events) >= len(wanted))
+        self.pump_until(lambda events: len(events) >= len(wanted), f"the events {wanted}")
         taken, self.events = self.events, []
         assert sorted(summarise(e) for e in taken) == wanted
         return taken
@@ -94,7 +93,10 @@ class Driver:
         """Touch a sentinel file; its upsert must be the only event."""
         sentinel.write_text(f"sentinel {time.monotonic_ns()}")
         relative = sentinel.name
-        self.pump_until(lambda events: any(e.origin == f"folder:{relative}" for e in events))
+        self.pump_until(
+            lambda events: any(e.origin == f"folder:{relative}" for e in events),
+            f"the upsert of the sentinel {relative}",
+        )
         taken, self.events = self.events, []
         assert [summarise(e) for e in taken] == [("upsert", relative, sentinel.read_bytes())]
 
@@ -110,7 +112,7 @@ class Driver:
                 ended = True
             return ended
 
-        wait_until(step)
+        wait_until(step, WAIT_SECONDS, "the end of the one-shot scan", interval=PUMP_INTERVAL)
         return self.events
 
 
@@ -351,7 +353,7 @@ def test_oversized_file_emits_an_upsert_the_core_fails_naming_the_files_real_siz
     driver = start(max_document_bytes=limit)
     (root / "at-limit.md").write_bytes(b"y" * limit)
     (root / "huge.md").write_bytes(b"x" * 5000)
-    driver.pump_until(lambda events: len(events) >= 2)
+    driver.pump_until(lambda events: len(events) >= 2, "two events")
     events, driver.events = {e.change.doc_id: e.change for e in driver.events}, []
     at_limit, huge = events["at-limit.md"], events["huge.md"]
     assert isinstance(at_limit, DocumentUpsert) and isinstance(huge, DocumentUpsert)
@@ -526,14 +528,15 @@ def wait_settled(*paths: Path) -> None:
         lambda: all(
             time.time_ns() - p.stat().st_ctime_ns >= SETTLED_SECONDS * 1e9 + 1e7 for p in paths
         ),
-        timeout=SETTLED_SECONDS + 5,
+        timeout=SETTLED_SECONDS + WAIT_SECONDS,
+        message=f"{[p.name for p in paths]} to settle",
     )
 
 
 def rescan_once(driver: Driver) -> None:
     """Pump until the partition has run one more whole rescan from start to end."""
-    driver.pump_until(lambda _: driver.partition.next_awake() is None)  # a rescan is queued
-    driver.pump_until(lambda _: driver.partition.next_awake() is not None)  # and done
+    driver.pump_until(lambda _: driver.partition.next_awake() is None, "a rescan to be queued")
+    driver.pump_until(lambda _: driver.partition.next_awake() is not None, "the rescan to end")
 
 
 def test_a_rescan_reads_only_files_whose_status_changed_since_they_were_read(
@@ -585,7 +588,7 @@ def test_idle_partition_without_a_watcher_sleeps_until_its_next_rescan(
     root: Path, start: PartitionFactory
 ) -> None:
     driver = start(watch=False, rescan_seconds=30.0)
-    driver.pump_until(lambda _: driver.partition.next_awake() is not None)
+    driver.pump_until(lambda _: driver.partition.next_awake() is not None, "the scan to end")
     wake = driver.partition.next_awake()
     assert wake is not None
     assert timedelta(seconds=25) < wake - datetime.now(UTC) <= timedelta(seconds=30)
@@ -668,7 +671,7 @@ def test_a_big_scan_is_handed_on_in_batches_of_at_most_max_batch_documents(
         driver.events.extend(batch)
         return False
 
-    wait_until(step)
+    wait_until(step, WAIT_SECONDS, "the end of the scan", interval=PUMP_INTERVAL)
     assert max(sizes) == 8
     assert sorted(e.change.doc_id for e in driver.events) == [f"doc-{n:02}.md" for n in range(50)]
 
@@ -686,7 +689,10 @@ def test_a_hundred_saves_in_ten_seconds_end_with_the_last_content_and_nothing_st
             os.replace(temporary, path)
         driver.events.extend(driver.partition.next_batch())
         time.sleep(0.1)  # the pace of the saves, not a wait for the source
-    driver.pump_until(lambda events: bool(events) and events[-1].change.content == b"version 99")
+    driver.pump_until(
+        lambda events: bool(events) and events[-1].change.content == b"version 99",
+        "the upsert of version 99",
+    )
     upserts = [e.change for e in driver.events]
     assert all(isinstance(c, DocumentUpsert) and c.doc_id == "busy.md" for c in upserts)
     versions = [int(c.content.split()[1]) for c in upserts if isinstance(c, DocumentUpsert)]
@@ -700,7 +706,7 @@ def test_a_hundred_saves_in_ten_seconds_end_with_the_last_content_and_nothing_st
 
 
 def pump_until_holding(driver: Driver) -> str:
-    driver.pump_until(lambda _: driver.partition.holding is not None)
+    driver.pump_until(lambda _: driver.partition.holding is not None, "the partition to hold")
     assert driver.events == [], "a holding source emits nothing"
     return driver.partition.holding or ""
 
@@ -767,7 +773,9 @@ def test_a_root_replaced_by_an_empty_folder_holds_like_an_unmounted_share(
 
     root.rename(tmp_path / "share-contents")
     root.mkdir()  # the mount point left behind
-    driver.pump_until(lambda _: "empty" in (driver.partition.holding or ""))
+    driver.pump_until(
+        lambda _: "empty" in (driver.partition.holding or ""), "a hold for the empty root"
+    )
     assert driver.events == []
 
     (root / "b.md").write_bytes(b"beta")  # remounted, or refilled: one file is back

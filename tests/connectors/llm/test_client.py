@@ -27,6 +27,7 @@ from connectors.retry import Backoff
 from dataflow.core.prompts import ChatMessage
 from tests.support.llm_server import OpenAICompatibleServer, embed_text
 from tests.support.ports import free_port
+from tests.support.wait import wait_until
 
 TINY_BACKOFF = Backoff(base=0.01, cap=0.05)
 MODEL = "test-chat-model"
@@ -320,10 +321,7 @@ def test_sqlite_cache_flushes_buffered_replies_after_the_delay(tmp_path: Path) -
     path = tmp_path / "llm.sqlite"
     with SqliteResponseCache(path, max_pending=1000, max_delay_seconds=0.05) as cache:
         cache.put("k", "v")
-        deadline = time.monotonic() + 10
-        while rows_in_file(path) == 0:
-            assert time.monotonic() < deadline, "the buffered reply never reached the file"
-            threading.Event().wait(0.01)
+        wait_until(lambda: rows_in_file(path), 30, "the buffered reply in the file", interval=0.01)
 
 
 def test_sqlite_cache_keeps_buffered_replies_across_close_and_reopen(tmp_path: Path) -> None:
@@ -425,7 +423,7 @@ def test_closing_a_stream_drops_the_response_and_frees_its_slot(
     assert [next(stream), next(stream)] == ["t0 ", "t1 "]
     stream.close()
 
-    assert llm_server.wait_for(lambda: llm_server.aborted_streams == 1, timeout=5)
+    wait_until(lambda: llm_server.aborted_streams == 1, 30, "the stream to be aborted")
     with ThreadPoolExecutor(1) as pool:  # a leaked slot would block here, not hang the suite
         assert pool.submit(client.complete, ask("next")).result(timeout=5) == "after"
 

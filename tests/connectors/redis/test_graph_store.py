@@ -50,9 +50,9 @@ from dataflow.core.documents import (
 from dataflow.core.index import ReferenceIndex
 from dataflow.core.naming import relation_pair
 from dataflow.core.offline.extractor import extract_offline
-from tests.kgstream.processes import wait_until
 from tests.support.ports import free_port, free_ports
 from tests.support.redis import RedisTestCluster
+from tests.support.wait import wait_until
 
 ODD_KEYS = (
     "alan turing",
@@ -65,6 +65,8 @@ ODD_KEYS = (
     "日本語 キー",
     "kg:default:ent:{fake}",
 )
+
+pytestmark = pytest.mark.services  # every backend is a redis-server (see BACKENDS)
 
 _workspaces = itertools.count()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -43,6 +42,7 @@ from connectors.vectors.port import (
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from dataflow.core.lexical import inverse_document_frequency, term_dimension
 from dataflow.core.naming import relation_id, relation_pair
+from tests.support.wait import wait_until
 
 SPACE = "test-model-8"
 DIM = 8
@@ -775,9 +775,7 @@ def test_the_key_warmup_reads_every_key_ahead_and_stops_on_close(
     opened.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(7)])
     opened.upsert([entity(f"e-{n}", unit(0, 1, n / 10), ["d"], ["a.md"]) for n in range(4)])
     opened.start_key_warmup()
-    deadline = time.monotonic() + 30
-    while len(opened._keys) < 11 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(opened._keys) >= 11, 30, "the warm-up to read every key", interval=0.01)
     assert len(opened._keys) == 11
 
     def unexpected(name: str, ids: list[str]) -> dict[str, str]:

@@ -8,7 +8,6 @@ import random
 import sqlite3
 import subprocess
 import sys
-import time
 from contextlib import closing
 from pickle import dumps, loads
 
@@ -29,7 +28,8 @@ from dataflow.state.partitions import (
 )
 from dataflow.state.tables import resume_epoch
 from tests.kgstream import counting_flow
-from tests.kgstream.processes import ROOT, wait_until
+from tests.kgstream.processes import ROOT
+from tests.support.wait import wait_until
 
 
 def test_each_process_of_a_new_cluster_makes_its_share_of_one_partition_per_worker(tmp_path):
@@ -337,6 +337,7 @@ def all_snapshots(directory) -> list[tuple[str, str, int, bytes | None]]:
     return sorted(rows)
 
 
+@pytest.mark.services
 def test_a_kill_can_leave_snapshots_of_the_epoch_the_resume_runs_again_and_a_start_drops_them(
     tmp_path,
 ):
@@ -344,21 +345,24 @@ def test_a_kill_can_leave_snapshots_of_the_epoch_the_resume_runs_again_and_a_sta
     the workers' frontiers still name (one kill in four here, mostly an input partition's
     offset): the next start deletes exactly those and leaves every older row as it was."""
     directory, chance = tmp_path / "recovery", random.Random()
-    deadline = time.monotonic() + 120
-    while True:
+
+    def killed_within_an_epoch() -> tuple[int, list[tuple[str, str, int, bytes | None]]] | None:
         kill_after(start_counting(directory, "b"), chance.randrange(20, 200))
         resume = resume_epoch(read_partitions(directory).paths())
         assert resume is not None
         rows = all_snapshots(directory)
-        if any(epoch >= resume for _, _, epoch, _ in rows):
-            break
-        assert time.monotonic() < deadline, "no kill left a snapshot of an unfinished epoch"
+        return (resume, rows) if any(epoch >= resume for _, _, epoch, _ in rows) else None
+
+    resume, rows = wait_until(
+        killed_within_an_epoch, 120, "a kill that leaves a snapshot of an unfinished epoch"
+    )
 
     prepare_recovery(directory, 0, 1, counting_flow.WORKERS, index_exists=True)
 
     assert all_snapshots(directory) == [row for row in rows if row[2] < resume]
 
 
+@pytest.mark.services
 def test_a_key_the_resumed_run_leaves_alone_keeps_its_state_not_the_killed_runs(tmp_path):
     """Real Bytewax, killed with -9. A kill while the workers close an epoch can leave that
     epoch's snapshot of a key in its partition while the frontiers still name the epoch (the

@@ -1,18 +1,16 @@
 """A document's commit when messages overtake each other (as they do across workers), and
-the write batches of the partitioned commit."""
+the write batches of the partitioned commit (tests/connectors/test_writes.py turns them into
+store writes)."""
 
 import dataclasses
 from collections import Counter
 
-from connectors.vectors.port import VectorKind
-from connectors.writes import store_write
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import DocumentCommit, merge_batches, records_batch, written_acks
 from dataflow.core.contributions import EntityRecord, ListChanges
 from dataflow.core.documents import DocumentRecord, DocumentStatus
 from dataflow.core.messages import (
     Ack,
-    ChunkMentions,
     ChunkSettled,
     DocumentPending,
     EntityRendered,
@@ -40,10 +38,9 @@ def ack(token: str, chunk: Chunk, count: int) -> Ack:
 
 
 def chunk_vectors(commit: DocumentCommit) -> tuple[set[str], set[str]]:
-    batch = store_write(commit.flush())
-    upserts = {p.key for p in batch.vector_upserts if p.kind is VectorKind.CHUNK}
-    deletes = {key for kind, key in batch.vector_deletes if kind is VectorKind.CHUNK}
-    return upserts, deletes
+    """The chunks whose vectors the next batch upserts, and those whose vectors it deletes."""
+    batch = commit.flush()
+    return {chunk.chunk_id for chunk, _, _ in batch.chunk_vectors}, set(batch.chunk_vector_deletes)
 
 
 def test_a_kept_chunk_keeps_its_vector_when_the_next_version_overtakes_its_settle():
@@ -193,15 +190,3 @@ def test_the_render_written_for_a_key_carries_the_list_changes_of_those_it_repla
         EntityRendered("alice", dataclasses.replace(record, list_changes=again), None, ())
     )
     assert records_batch(rendered).entity_upserts[0].list_changes == again
-
-
-def test_a_chunk_point_names_what_its_settle_says_the_chunk_mentions():
-    mentions = ChunkMentions(("atlas project", "carla diaz"), (("atlas project", "carla diaz"),))
-    commit = DocumentCommit()
-    commit.add(pending("v1", [NEW], awaiting=[NEW.chunk_id]))
-    commit.add(dataclasses.replace(settled("v1", NEW), mentions=mentions))
-
-    (point,) = store_write(commit.flush()).vector_upserts
-
-    assert point.payload["entities"] == ["atlas project", "carla diaz"]
-    assert point.payload["relations"] == ["atlas project\x1fcarla diaz"]
