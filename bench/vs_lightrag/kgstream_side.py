@@ -18,19 +18,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.gateway_bench import kgstream_command, kgstream_gateway, open_channel, retrieve_stub
-from bench.indexer_bench import (
+from bench.harness import (
     POLL_SECONDS,
     VISIBLE_TIMEOUT_SECONDS,
+    allocated_bytes,
     attach_graph,
     clean_environment,
     expected_hash,
+    kgstream_command,
+    kgstream_gateway,
     progress,
     stop_process,
     wait_caught_up,
     wait_visible,
 )
-from bench.scale_bench import allocated_bytes
+from bench.queries import open_channel, retrieve_stub
 from bench.vs_lightrag.llm_server import EMBEDDERS
 from bench.vs_lightrag.measure import (
     MODES,
