@@ -703,7 +703,12 @@ def print_report(
     lines.append(f"- load average at start: {' '.join(f'{v:.2f}' for v in run.load_at_start)}")
     lines.append(f"- command: `{shlex.join(run.argv)}`")
     print("\n".join(lines), flush=True)
-    run.write(args.results, "Indexer: initial index and freshness", tables, notes)
+    measured = [
+        part
+        for part, prefix in (("initial index", ("offline", "llm")), ("freshness", ("fresh",)))
+        if any(section.startswith(prefix) for section in args.sections)
+    ]
+    run.write(args.results, "Indexer: " + " and ".join(measured), tables, notes)
 
 
 # -- command line ------------------------------------------------------------------

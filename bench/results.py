@@ -341,8 +341,8 @@ PAGE_HEADER = """\
 
 The current figures of kgstream's bench scripts, one section per result file in
 `bench/results/`. This page is generated (`scripts/gen-docs`); do not edit it. To refresh a
-section, run its command with `--results bench/results/NAME.json` (under
-`flock /tmp/kg-heavy.lock` on a shared machine), then `scripts/gen-docs`. History is in git.
+section, run its command with `--results bench/results/NAME.json` (one benchmark at a time on
+a shared machine), then `scripts/gen-docs`. History is in git.
 
 Benchmarks are scripts that print figures, never tests: they run on whatever machine runs them,
 and each section names the machine, its load and the commit. On a small shared machine the
