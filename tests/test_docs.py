@@ -200,3 +200,20 @@ def test_every_headline_figure_of_the_readme_is_in_its_result_file() -> None:
             assert any(number in figure for figure in figures), (
                 f"README figure {number} ({cells[0]}) is not in bench/results/{sources[0]}"
             )
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """The invariants name the tests that check them; a renamed test must not leave its name
+    behind in the docs."""
+    defined = {
+        match.group(1)
+        for path in (ROOT / "tests").rglob("test_*.py")
+        for match in re.finditer(r"def (test_\w+)", path.read_text(encoding="utf-8"))
+    }
+    named = {
+        f"{page.relative_to(ROOT)}: {name}"
+        for page in PAGES
+        for name in re.findall(r"(?<![/\w])(test_\w+)(?![\w.])", page.read_text(encoding="utf-8"))
+        if name not in defined
+    }
+    assert named == set()
