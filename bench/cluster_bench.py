@@ -1,6 +1,6 @@
 """A Bytewax cluster of `kgstream run` processes: throughput per worker and the commit's CPU.
 
-Run from the repository root (issue 12's figure; ~3 min):
+Run from the repository root (~3 min):
 
     flock /tmp/kg-bench.lock .venv/bin/python bench/cluster_bench.py               # 2 processes
     .venv/bin/python bench/cluster_bench.py --processes 1 --workers 2              # for comparison

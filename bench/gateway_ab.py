@@ -5,8 +5,8 @@ Run from the repository root, on an index `bench/gateway_bench.py --data DIR` bu
     .venv/bin/python bench/gateway_ab.py --base REF --data DIR          # all five modes
     .venv/bin/python bench/gateway_ab.py --base REF --data DIR --modes local mix --calls 400
 
-Why: on a shared 2-core VM the same code's p50 moves by up to 2x within an hour (README,
-Benchmarks), more than most changes to the query path, so two gateway_bench runs minutes
+Why: on a shared 2-core VM the same code's p50 moves by up to 2x within an hour, more than
+most changes to the query path, so two gateway_bench runs minutes
 apart cannot tell a 5% change from the machine. Here both versions serve at once and every
 question goes to one and then the other (the order alternating), so a slow minute slows
 both alike.

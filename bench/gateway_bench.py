@@ -1,8 +1,8 @@
-"""The gateway's README figures: Retrieve latency per mode, and sustained requests/s.
+"""The gateway's figures: Retrieve latency per mode, and sustained requests/s.
 
 Run from the repository root:
 
-    .venv/bin/python bench/gateway_bench.py            # README figures (~12 min; 9 indexing)
+    .venv/bin/python bench/gateway_bench.py            # the full run (~12 min; 9 indexing)
     .venv/bin/python bench/gateway_bench.py --quick    # a small smoke run (~2 min)
     .venv/bin/python bench/gateway_bench.py --data DIR # reuse (or build once into) DIR
 
@@ -88,7 +88,7 @@ from gateway.types import Mode  # noqa: E402
 
 LOAD_MODE = "mix"
 LOAD_QUESTIONS_PER_SECOND = 100  # distinct questions for the load run, per second of it
-P95_GOAL_MS = 50.0  # the issue "Stores": Retrieve p95 under 50 ms on the 1,000-doc corpus
+P95_GOAL_MS = 50.0  # the goal: Retrieve p95 under 50 ms on the 1,000-doc corpus
 
 
 # -- results ---------------------------------------------------------------------
@@ -128,7 +128,7 @@ class IndexInfo:
 
 
 def meets_goal(result: ModeResult) -> str:
-    """ "yes" when the mode's p95 is under the issue's goal (P95_GOAL_MS)."""
+    """ "yes" when the mode's p95 is under the goal (P95_GOAL_MS)."""
     if not result.latencies:
         return "no data"
     return "yes" if percentile(result.latencies, 95) * 1000 < P95_GOAL_MS else "NO"
@@ -434,7 +434,7 @@ def print_report(args: argparse.Namespace, run: results.BenchRun, report: Report
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Print the gateway's Retrieve latency per mode and sustained requests/s "
-        "(see the module docstring). Defaults give the README figures."
+        "(see the module docstring). Defaults give the full run."
     )
     parser.add_argument("--quick", action="store_true", help="a small smoke run (~2 min)")
     parser.add_argument("--docs", type=int, default=None, help="corpus size (default 1000)")

@@ -1,6 +1,6 @@
 """The gateway under load while it indexes: errors, p50/p95 per mode, monotonic versions.
 
-Run from the repository root (the README figure; ~2 min):
+Run from the repository root (~2 min):
 
     .venv/bin/python bench/gateway_load.py        # 8 clients, 60 s, 1,000 documents
     .venv/bin/python bench/gateway_load.py --clients 4 --seconds 5 --docs 50  # smoke run

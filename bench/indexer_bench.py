@@ -1,8 +1,8 @@
-"""The live indexer's README figures: throughput of an initial index, and freshness of edits.
+"""The live indexer's figures: throughput of an initial index, and freshness of edits.
 
 Run from the repository root:
 
-    .venv/bin/python bench/indexer_bench.py            # the README figures (~20 min on 2 cores)
+    .venv/bin/python bench/indexer_bench.py            # every section (~20 min on 2 cores)
     .venv/bin/python bench/indexer_bench.py --quick    # a smaller smoke run (~2.5 min)
     .venv/bin/python bench/indexer_bench.py --only llm --llm-docs 1000   # one section
     .venv/bin/python bench/indexer_bench.py --only fresh-folder --query-clients 8  # under load
@@ -727,7 +727,7 @@ SECTIONS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Print the live indexer's throughput and freshness figures (see the module "
-        "docstring). Defaults give the README figures."
+        "docstring). Defaults run every section."
     )
     parser.add_argument("--quick", action="store_true", help="a small smoke run (~2.5 min)")
     parser.add_argument("--docs", type=int, default=None, help="corpus size (default 1000)")

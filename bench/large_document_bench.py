@@ -1,5 +1,5 @@
-"""A large document and a small one behind it, through `kgstream run --watch` (issue 11,
-item 5): how long the small one waits, and how the large one shows its progress.
+"""A large document and a small one behind it, through `kgstream run --watch`: how long the
+small one waits, and how the large one shows its progress.
 
 Run from the repository root (one run per `--chunks-per-round` value, default 64, 8 and 0,
 which is no bound: the large document's chunks are one extraction):

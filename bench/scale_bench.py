@@ -98,7 +98,7 @@ class SizeResult:
         return self.disk_bytes[part] / self.documents
 
     def recovery_to_corpus(self, running: bool = False) -> float:
-        """The recovery database's size over the corpus text's (the issue's target: 3x)."""
+        """The recovery database's size over the corpus text's (the target: at most 3x)."""
         size = self.running_recovery_bytes if running else self.disk_bytes["recovery"]
         return size / self.corpus_bytes
 

@@ -3,7 +3,7 @@
 Run from the repository root (kgstream's venv; LightRAG gets its own, made here):
 
     .venv/bin/python bench/vs_lightrag/run.py --setup-only   # LightRAG's venv (~1 min, once)
-    flock /tmp/kg-bench.lock .venv/bin/python bench/vs_lightrag/run.py   # the README table
+    flock /tmp/kg-bench.lock .venv/bin/python bench/vs_lightrag/run.py   # both, 0 and 200 ms
     .venv/bin/python bench/vs_lightrag/run.py --docs 50 --delays 0       # a small smoke run
 
 What it does, for each LLM latency in `--delays` (default 0 and 0.2 s per chat call):
@@ -20,7 +20,7 @@ What it does, for each LLM latency in `--delays` (default 0 and 0.2 s per chat c
    Both with their default settings (LLM concurrency 4 in both; LightRAG also processes at
    most 3 documents at once, its `max_parallel_insert`), gleaning on (one extra call a chunk).
 4. Prints, per latency, each figure for both and the ratio kgstream / LightRAG, then the
-   issue's targets and the machine's facts.
+   targets and the machine's facts.
 
 The corpus is bench/corpus.py's (seed 7, `--docs` documents, 1,000 by default); the questions
 are bench/vs_lightrag/questions.py's (their gold documents known by construction); edits
