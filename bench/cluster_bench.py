@@ -1,6 +1,6 @@
 """A Bytewax cluster of `kgstream run` processes: throughput per worker and the commit's CPU.
 
-Run from the repository root (issue 12's figure; ~3 min):
+Run from the repository root (~3 min):
 
     flock /tmp/kg-bench.lock .venv/bin/python bench/cluster_bench.py               # 2 processes
     .venv/bin/python bench/cluster_bench.py --processes 1 --workers 2              # for comparison
@@ -41,17 +41,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import DEFAULT_SEED, generate_corpus  # noqa: E402
-from bench.gateway_bench import load_average  # noqa: E402
-from bench.indexer_bench import (  # noqa: E402
+from bench.harness import (  # noqa: E402
     ServerProcess,
     clean_environment,
-    code_version,
-    machine_facts,
     progress,
     stop_process,
     wait_processed,
 )
+from bench.results import load_average, machine_facts  # noqa: E402
 from tests.support.ports import free_ports  # noqa: E402
 
 TOPIC = "kgstream.bench.cluster"
@@ -98,7 +97,7 @@ def scrape(address: str) -> ProcessFigures:
     return figures
 
 
-def run(args: argparse.Namespace, work: Path) -> None:
+def run(args: argparse.Namespace, bench_run: results.BenchRun, work: Path) -> None:
     from connectors.kafka.producer import DocumentEventProducer
     from connectors.redis.graph_store import GraphStore
     from dataflow.core.documents import DocumentUpsert
@@ -106,7 +105,6 @@ def run(args: argparse.Namespace, work: Path) -> None:
     from tests.support.redis import RedisTestServer
 
     corpus = generate_corpus(args.docs, args.seed)
-    load_before = load_average()
     with contextlib.ExitStack() as stack:
         progress("starting Apache Kafka, redis-server and the test server for embeddings")
         broker = stack.enter_context(KafkaBroker(work / "kafka"))
@@ -155,50 +153,64 @@ def run(args: argparse.Namespace, work: Path) -> None:
         wait_processed(graph, len(corpus), processes, work, LOAD_TIMEOUT_SECONDS)
         seconds = time.perf_counter() - began
         figures = [scrape(address) for address in metrics]
-    print_report(args, len(corpus), seconds, figures, load_before)
+    report(args, bench_run, len(corpus), seconds, figures)
 
 
-def print_report(
+def report(
     args: argparse.Namespace,
+    bench_run: results.BenchRun,
     documents: int,
     seconds: float,
     figures: list[ProcessFigures],
-    load_before: str,
 ) -> None:
-    print(f"## A Bytewax cluster: {args.processes} process(es) x {args.workers} worker(s)\n")
-    print(
-        f"{documents:,} documents from {args.partitions} Kafka partitions, all PROCESSED in "
-        f"{seconds:.1f} s from the processes' start ({documents / seconds:.1f} docs/s, "
-        "start-up included)\n"
-    )
-    print(
-        "| process | worker | docs completed | docs/s | records written | writes "
-        "| in writes s | commit CPU s |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for index, process in enumerate(figures):
-        for worker, w in sorted(process.workers.items(), key=lambda item: int(item[0])):
-            print(
-                f"| {index} | {worker} | {w.documents:,.0f} | {w.documents / seconds:.1f} "
-                f"| {w.records:,.0f} | {w.writes:,.0f} | {w.write_seconds:.1f} "
-                f"| {w.commit_cpu_seconds:.2f} |"
-            )
+    title = f"A Bytewax cluster: {args.processes} process(es) x {args.workers} worker(s)"
+    rows = [
+        (
+            index,
+            worker,
+            f"{w.documents:,.0f}",
+            f"{w.documents / seconds:.1f}",
+            f"{w.records:,.0f}",
+            f"{w.writes:,.0f}",
+            f"{w.write_seconds:.1f}",
+            f"{w.commit_cpu_seconds:.2f}",
+        )
+        for index, process in enumerate(figures)
+        for worker, w in sorted(process.workers.items(), key=lambda item: int(item[0]))
+    ]
+    tables = [
+        results.table(
+            f"{title}: {documents:,} documents from {args.partitions} Kafka partitions, "
+            f"all PROCESSED in {seconds:.1f} s ({documents / seconds:.1f} docs/s, start-up "
+            "included)",
+            (
+                "process",
+                "worker",
+                "docs completed",
+                "docs/s",
+                "records written",
+                "writes",
+                "in writes s",
+                "commit CPU s",
+            ),
+            rows,
+            text_columns=0,
+        )
+    ]
     cpu = sum(p.cpu_seconds for p in figures)
     commit = sum(w.commit_cpu_seconds for p in figures for w in p.workers.values())
-    print()
-    print(
-        f"- CPU seconds per process: {', '.join(f'{p.cpu_seconds:.1f}' for p in figures)}; "
+    notes = [
+        f"CPU seconds per process: {', '.join(f'{p.cpu_seconds:.1f}' for p in figures)}; "
         f"the commit protocol's bookkeeping took {commit:.2f} s of {cpu:.1f} "
         f"({commit / cpu:.1%}; store writes excluded)"
         if cpu
-        else "- no CPU figures scraped"
-    )
-    print(
-        f"- commit {code_version()}; load average {load_before} at start, {load_average()} at end"
-    )
-    for fact in machine_facts():
-        print(f"- {fact}")
-    print(f"- command: `{' '.join(sys.argv)}`")
+        else "no CPU figures scraped"
+    ]
+    results.print_tables(tables)
+    print("\n".join(f"- {line}" for line in [*notes, *machine_facts()]))
+    start = " ".join(f"{v:.2f}" for v in bench_run.load_at_start)
+    print(f"- load average {start} at start, {load_average()} at end", flush=True)
+    bench_run.write(args.results, title, tables, notes)
 
 
 def main() -> None:
@@ -209,13 +221,15 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workdir", type=Path, default=None, help="keep files here")
+    results.add_results_option(parser)
+    bench_run = results.BenchRun.start(__file__)
     args = parser.parse_args()
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
-        run(args, args.workdir)
+        run(args, bench_run, args.workdir)
         return
     with tempfile.TemporaryDirectory(prefix="kgstream-cluster-bench-") as work:
-        run(args, Path(work))
+        run(args, bench_run, Path(work))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import results
 from connectors.embeddings.local import (
     LocalEmbeddingOptions,
     LocalMiniLMEmbedder,
@@ -144,6 +145,8 @@ def main() -> None:
     parser.add_argument("--paragraphs", type=int, default=200)
     parser.add_argument("--chunks", type=int, default=24)
     parser.add_argument("--seed", type=int, default=7)
+    results.add_results_option(parser)
+    run = results.BenchRun.start(__file__)
     args = parser.parse_args()
     paragraphs = generate_paragraphs(args.paragraphs, args.seed)
     words = sum(len(p.split()) for p in paragraphs) / len(paragraphs)
@@ -171,10 +174,12 @@ def main() -> None:
         ("quantized, one text a run,            2 threads", LocalEmbeddingOptions(threads=2)),
     ]
     baseline: float | None = None
+    short_rows = []
     for label, options in configurations:
         rate = measure(paragraphs, options)
         baseline = baseline or rate
         print(f"{label}  {rate:7.1f} paragraphs/s  ({rate / baseline:.2f}x first row)")
+        short_rows.append((" ".join(label.split()), f"{rate:.1f}", f"{rate / baseline:.2f}"))
 
     chunks = generate_chunks(args.chunks, args.seed)
     wordpieces = count_wordpiece_tokens(chunks)
@@ -201,10 +206,26 @@ def main() -> None:
         ),
     ]
     baseline = None
+    long_rows = []
     for label, options in long_configurations:
         rate = measure(chunks, options)
         baseline = baseline or rate
         print(f"{label}  {rate:7.2f} chunks/s  ({rate / baseline:.2f}x truncating)")
+        long_rows.append((" ".join(label.split()), f"{rate:.2f}", f"{rate / baseline:.2f}"))
+    tables = [
+        results.table(
+            f"{len(paragraphs)} paragraphs of {words:.0f} words on average",
+            ("model, batches, threads", "paragraphs/s", "against the first row"),
+            short_rows,
+        ),
+        results.table(
+            f"{len(chunks)} chunks of 1,200 tiktoken tokens "
+            f"({min(wordpieces)}-{max(wordpieces)} MiniLM tokens)",
+            ("model, long texts, batches, threads", "chunks/s", "against truncating"),
+            long_rows,
+        ),
+    ]
+    run.write(args.results, "The local embedding model's speed", tables)
 
 
 if __name__ == "__main__":

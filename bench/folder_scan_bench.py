@@ -31,8 +31,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import DEFAULT_SEED, write_corpus  # noqa: E402
-from bench.indexer_bench import code_version, machine_facts  # noqa: E402
+from bench.results import code_version, machine_facts  # noqa: E402
 from connectors.folder.source import (  # noqa: E402
     FolderPartition,
     FolderSnapshot,
@@ -102,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, nargs="+", default=[16000])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    results.add_results_option(parser)
+    run = results.BenchRun.start(__file__, argv)
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kgstream-scan-") as directory:
@@ -109,18 +112,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             start_up, periodic, files = measure(size, args.rounds, args.seed, Path(directory))
             rows.append((size, files, "start-up scan", start_up))
             rows.append((size, files, "periodic rescan", periodic))
-    print(f"\nScans of an unchanged folder ({args.rounds} rounds; code {code_version()})\n")
-    print("| documents | files | scan | best s | median s | median ms per 1,000 files |")
-    print("|---:|---:|---|---:|---:|---:|")
-    for size, files, kind, times in rows:
-        best, median = min(times), statistics.median(times)
-        print(
-            f"| {size:,} | {files:,} | {kind} | {best:.3f} | {median:.3f} "
-            f"| {median * 1e6 / files:.0f} |"
+    tables = [
+        results.table(
+            f"Scans of an unchanged folder ({args.rounds} rounds)",
+            ("documents", "files", "scan", "best s", "median s", "median us per file"),
+            [
+                (
+                    f"{size:,}",
+                    f"{files:,}",
+                    kind,
+                    f"{min(times):.3f}",
+                    f"{statistics.median(times):.3f}",
+                    f"{statistics.median(times) * 1e6 / files:.0f}",
+                )
+                for size, files, kind, times in rows
+            ],
+            text_columns=0,
         )
-    print()
-    for fact in machine_facts():
-        print(fact)
+    ]
+    results.print_tables(tables)
+    print("\n".join([f"code {code_version()}", *machine_facts()]), flush=True)
+    run.write(args.results, "The watched folder's rescans", tables)
     return 0
 
 

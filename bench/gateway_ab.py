@@ -5,8 +5,8 @@ Run from the repository root, on an index `bench/gateway_bench.py --data DIR` bu
     .venv/bin/python bench/gateway_ab.py --base REF --data DIR          # all five modes
     .venv/bin/python bench/gateway_ab.py --base REF --data DIR --modes local mix --calls 400
 
-Why: on a shared 2-core VM the same code's p50 moves by up to 2x within an hour (README,
-Benchmarks), more than most changes to the query path, so two gateway_bench runs minutes
+Why: on a shared 2-core VM the same code's p50 moves by up to 2x within an hour, more than
+most changes to the query path, so two gateway_bench runs minutes
 apart cannot tell a 5% change from the machine. Here both versions serve at once and every
 question goes to one and then the other (the order alternating), so a slow minute slows
 both alike.
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,25 +46,25 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import DEFAULT_SEED, build_world, generate_corpus  # noqa: E402
-from bench.gateway_bench import (  # noqa: E402
-    CALL_TIMEOUT_SECONDS,
-    MODES,
-    build_questions,
+from bench.harness import (  # noqa: E402
+    assignments_of,
     group_cpu_seconds,
     has_index,
     kgstream_gateway,
-    load_average,
     ms,
-    open_channel,
-    retrieve_stub,
-)
-from bench.indexer_bench import (  # noqa: E402
-    assignments_of,
-    machine_facts,
     percentile,
     progress,
 )
+from bench.queries import (  # noqa: E402
+    CALL_TIMEOUT_SECONDS,
+    MODES,
+    build_questions,
+    open_channel,
+    retrieve_stub,
+)
+from bench.results import load_average, machine_facts  # noqa: E402
 
 
 @dataclass
@@ -122,15 +123,20 @@ def measure(mode: str, sides: Sequence[Side], questions: Sequence[str], warmup: 
         side.cpu_seconds += group_cpu_seconds(side.pgid) or 0.0
 
 
-def report_mode(mode: str, base: Side, head: Side) -> str:
+def report_mode(mode: str, base: Side, head: Side) -> tuple[str, ...]:
     same = sum(a == b for a, b in zip(base.answers, head.answers, strict=True))
     calls = len(head.latencies)
     ratio = percentile(head.latencies, 50) / percentile(base.latencies, 50)
     return (
-        f"| {mode} | {ms(base.latencies, 50)} | {ms(head.latencies, 50)} | {ratio:.3f} "
-        f"| {ms(base.latencies, 95)} | {ms(head.latencies, 95)} "
-        f"| {1000 * base.cpu_seconds / calls:.1f} | {1000 * head.cpu_seconds / calls:.1f} "
-        f"| {same}/{calls} |"
+        mode,
+        ms(base.latencies, 50),
+        ms(head.latencies, 50),
+        f"{ratio:.3f}",
+        ms(base.latencies, 95),
+        ms(head.latencies, 95),
+        f"{1000 * base.cpu_seconds / calls:.1f}",
+        f"{1000 * head.cpu_seconds / calls:.1f}",
+        f"{same}/{calls}",
     )
 
 
@@ -157,10 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=20, help="untimed questions per mode")
     parser.add_argument("--docs", type=int, default=1000, help="the index's corpus size")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    results.add_results_option(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    run = results.BenchRun.start(__file__, argv)
     args = build_parser().parse_args(argv)
     if not has_index(args.data):
         raise SystemExit(f"{args.data} holds no index: build one with gateway_bench.py --data")
@@ -208,21 +216,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True
     ).stdout.strip()
-    print(f"\n## Retrieve, base {args.base} against head {head} (working tree), in lockstep\n")
-    for side, pairs in (("base", args.base_env), ("head", args.head_env)):
-        if pairs:
-            print(f"- {side} settings: {' '.join(pairs)}")
-    print(
-        "| mode | base p50 ms | head p50 ms | head / base | base p95 ms | head p95 ms "
-        "| base CPU ms/call | head CPU ms/call | same chunks |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print("\n".join(rows))
-    print()
-    for fact in machine_facts():
-        print(f"- {fact}")
-    print(f"- load average at start / end: {loads[0]} / {loads[1]}")
-    print(f"- command: `{' '.join(['.venv/bin/python', 'bench/gateway_ab.py', *sys.argv[1:]])}`")
+    title = f"Retrieve, base {args.base} against head {head} (working tree), in lockstep"
+    tables = [
+        results.table(
+            title,
+            (
+                "mode",
+                "base p50 ms",
+                "head p50 ms",
+                "head / base",
+                "base p95 ms",
+                "head p95 ms",
+                "base CPU ms/call",
+                "head CPU ms/call",
+                "same chunks",
+            ),
+            rows,
+        )
+    ]
+    notes = [
+        f"{side} settings: {' '.join(pairs)}"
+        for side, pairs in (("base", args.base_env), ("head", args.head_env))
+        if pairs
+    ]
+    results.print_tables(tables)
+    lines = [*notes, *machine_facts(), f"load average at start / end: {loads[0]} / {loads[1]}"]
+    print("\n".join(f"- {line}" for line in lines))
+    print(f"- command: `{shlex.join(run.argv)}`", flush=True)
+    run.write(args.results, title, tables, notes)
     return 0
 
 

@@ -1,8 +1,8 @@
-"""The gateway's README figures: Retrieve latency per mode, and sustained requests/s.
+"""The gateway's figures: Retrieve latency per mode, and sustained requests/s.
 
 Run from the repository root:
 
-    .venv/bin/python bench/gateway_bench.py            # README figures (~12 min; 9 indexing)
+    .venv/bin/python bench/gateway_bench.py            # the full run (~12 min; 9 indexing)
     .venv/bin/python bench/gateway_bench.py --quick    # a small smoke run (~2 min)
     .venv/bin/python bench/gateway_bench.py --data DIR # reuse (or build once into) DIR
 
@@ -42,16 +42,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import os
-import random
-import re
 import shlex
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,96 +56,40 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import (  # noqa: E402
-    _TOPICS,
     DEFAULT_SEED,
-    World,
     build_world,
     corpus_words,
     generate_corpus,
     write_corpus,
 )
-from bench.indexer_bench import (  # noqa: E402
+from bench.harness import (  # noqa: E402
     IndexCounts,
     attach_graph,
-    clean_environment,
+    build_index,
     count_index,
-    machine_facts,
+    group_cpu_seconds,
+    has_index,
+    kgstream_serve,
+    ms,
     percentile,
     progress,
-    stop_process,
 )
+from bench.queries import (  # noqa: E402
+    CALL_TIMEOUT_SECONDS,
+    MODES,
+    build_questions,
+    open_channel,
+    retrieve_stub,
+)
+from bench.results import load_average, machine_facts  # noqa: E402
 from gateway.engine import LaneTexts  # noqa: E402
-from gateway.types import MODE_NAMES, Keywords, parse_mode  # noqa: E402
+from gateway.types import Keywords, parse_mode  # noqa: E402
 
-MODES = MODE_NAMES
 LOAD_MODE = "mix"
 LOAD_QUESTIONS_PER_SECOND = 100  # distinct questions for the load run, per second of it
-CALL_TIMEOUT_SECONDS = 60.0
-SERVE_START_TIMEOUT_SECONDS = 180.0
-P95_GOAL_MS = 50.0  # the issue "Stores": Retrieve p95 under 50 ms on the 1,000-doc corpus
-_GATEWAY_LINE = re.compile(r"gateway on (\S+:\d+)")
-
-
-# -- questions -------------------------------------------------------------------
-
-_QUESTION_TEMPLATES = (
-    "What has {person} said about {topic}?",
-    "Who does {person} work with?",
-    "What is {org} doing about {topic}?",
-    "Which organisations are based in {place}?",
-    "What happened at the {event}?",
-    "How is {topic} changing in {place}?",
-    "What are the main concerns about {topic}?",
-    "How are {person} and {org} connected?",
-)
-
-
-_DRAWS_PER_QUESTION = 20  # distinct questions: draws allowed per question before giving up
-
-
-def names_in_corpus(names: Sequence[str], corpus: dict[str, str]) -> list[str]:
-    """The names that occur in some document (a small corpus mentions only part of the world)."""
-    text = "\n".join(corpus.values())
-    return [name for name in names if name in text]
-
-
-def build_questions(
-    world: World, corpus: dict[str, str], count: int, seed: int, distinct: bool = False
-) -> list[str]:
-    """`count` seeded questions about entities and topics of `corpus`; `distinct`: no
-    question twice (a latency figure must not count answers from the gateway's cache of
-    query embeddings)."""
-    rng = random.Random(f"kgstream-gateway-bench-{seed}")
-    people = names_in_corpus([p.name for p in world.people], corpus)
-    orgs = names_in_corpus([o.name for o in world.organisations], corpus)
-    places = names_in_corpus([p.name for p in world.places], corpus)
-    events = names_in_corpus([e.name for e in world.events], corpus)
-    for kind, found in (("people", people), ("organisations", orgs), ("places", places)):
-        if not found:
-            raise ValueError(f"the corpus mentions no {kind}; use a bigger --docs")
-    events = events or [f"{places[0]} Trade Expo"]
-    questions: list[str] = []
-    seen: set[str] = set()
-    for _ in range(count * _DRAWS_PER_QUESTION):
-        template = rng.choice(_QUESTION_TEMPLATES)
-        question = template.format(
-            person=rng.choice(people),
-            org=rng.choice(orgs),
-            place=rng.choice(places),
-            event=rng.choice(events),
-            topic=rng.choice(_TOPICS),
-        )
-        if distinct and question in seen:
-            continue
-        seen.add(question)
-        questions.append(question)
-        if len(questions) == count:
-            return questions
-    raise ValueError(
-        f"the corpus yields {len(questions)} distinct questions, not {count}: use a bigger "
-        "--docs or fewer --calls"
-    )
+P95_GOAL_MS = 50.0  # the goal: Retrieve p95 under 50 ms on the 1,000-doc corpus
 
 
 # -- results ---------------------------------------------------------------------
@@ -189,146 +129,13 @@ class IndexInfo:
 
 
 def meets_goal(result: ModeResult) -> str:
-    """ "yes" when the mode's p95 is under the issue's goal (P95_GOAL_MS)."""
+    """ "yes" when the mode's p95 is under the goal (P95_GOAL_MS)."""
     if not result.latencies:
         return "no data"
     return "yes" if percentile(result.latencies, 95) * 1000 < P95_GOAL_MS else "NO"
 
 
-def ms(values: Sequence[float], q: float) -> str:
-    return f"{percentile(values, q) * 1000:.1f}" if values else "-"
-
-
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
-# -- the index and the gateway (subprocesses) ------------------------------------
-
-
-def kgstream_command(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "kgstream.cli", *arguments]
-
-
-def has_index(data_dir: Path) -> bool:
-    return (data_dir / "redis").exists() and (data_dir / "recovery").exists()
-
-
-def build_index(folder: Path, data_dir: Path, log_path: Path, timeout: float) -> tuple[float, str]:
-    """`kgstream index FOLDER --data DATA_DIR` with the default settings: (seconds, status)."""
-    command = kgstream_command("index", str(folder), "--data", str(data_dir))
-    progress(f"indexing: {' '.join(shlex.quote(c) for c in command)} (log {log_path})")
-    began = time.perf_counter()
-    with log_path.open("wb") as log:
-        process = subprocess.run(
-            command,
-            cwd=REPO_ROOT,
-            env=clean_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=timeout,
-            check=False,
-        )
-    seconds = time.perf_counter() - began
-    output = log_path.read_text(encoding="utf-8", errors="replace")
-    if process.returncode != 0:
-        raise RuntimeError(
-            f"kgstream index exited with {process.returncode} after {seconds:.0f} s; "
-            f"see {log_path}:\n{output[-2000:]}"
-        )
-    status = next(
-        (line for line in reversed(output.splitlines()) if line.startswith("index version")), ""
-    )
-    progress(f"indexing: done in {seconds:.1f} s; {status}")
-    return seconds, status
-
-
-@contextlib.contextmanager
-def kgstream_serve(data_dir: Path, log_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`kgstream serve --data DATA_DIR --grpc 127.0.0.1:0`: (process, bound address);
-    stopped with SIGINT (as Ctrl-C) on exit."""
-    with kgstream_gateway(log_path, "serve", "--data", str(data_dir)) as started:
-        yield started
-
-
-@contextlib.contextmanager
-def kgstream_gateway(
-    log_path: Path,
-    *arguments: str,
-    env: Mapping[str, str] | None = None,
-    code: Path = REPO_ROOT,
-) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`kgstream ARGUMENTS --grpc 127.0.0.1:0` (serve, or run): (process, bound address),
-    its output in `log_path`, the default settings plus `env`; stopped with SIGINT (as
-    Ctrl-C) on exit. `code`: the checkout whose kgstream runs (`python -m` imports from the
-    working directory first)."""
-    command = kgstream_command(*arguments, "--grpc", "127.0.0.1:0")
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=code,
-            env={**clean_environment(), **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield process, wait_for_address(process, log_path)
-        finally:
-            stop_process(process)
-
-
-def wait_for_address(process: subprocess.Popen[bytes], log_path: Path) -> str:
-    """The HOST:PORT of the serve process's "gateway on HOST:PORT" line."""
-    deadline = time.monotonic() + SERVE_START_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        match = _GATEWAY_LINE.search(log_path.read_text(encoding="utf-8", errors="replace"))
-        if match:
-            return match.group(1)
-        if process.poll() is not None:
-            raise RuntimeError(f"kgstream exited with {process.returncode}; see {log_path}")
-        time.sleep(0.05)
-    raise TimeoutError(
-        f"kgstream printed no 'gateway on HOST:PORT' within "
-        f"{SERVE_START_TIMEOUT_SECONDS:.0f} s; see {log_path}"
-    )
-
-
-def group_cpu_seconds(pgid: int) -> float | None:
-    """User + system CPU seconds of every process in group `pgid` (Linux /proc): the
-    gateway started in its own session, with the embedded redis-server it spawned."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    found = False
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the process ended while we looked
-        if int(fields[2]) == pgid:  # field 5, pgrp
-            found = True
-            total += int(fields[11]) + int(fields[12])  # fields 14, 15: utime, stime
-    return total / ticks if found else None
-
-
 # -- gRPC clients ----------------------------------------------------------------
-
-
-def open_channel(address: str) -> Any:
-    """A channel with its own connection (gRPC otherwise shares subchannels per process)."""
-    import grpc
-
-    channel = grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
-    grpc.channel_ready_future(channel).result(timeout=30)
-    return channel
-
-
-def retrieve_stub(channel: Any) -> Any:
-    from protos.kgstream.v1 import query_pb2_grpc
-
-    return query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
 
 
 def measure_mode(address: str, mode: str, questions: Sequence[str], warmup: int) -> ModeResult:
@@ -495,14 +302,10 @@ class Report:
     notes: tuple[str, ...]
 
 
-def print_report(args: argparse.Namespace, report: Report) -> None:
-    lines = ["", "## Gateway figures (Retrieve over gRPC, embedded stores)", ""]
+def report_tables(args: argparse.Namespace, report: Report) -> list[results.Table]:
+    tables = []
     if report.modes:
-        lines += [
-            f"| mode ({args.calls} sequential calls, 1 client) | p50 ms | p95 ms | p99 ms "
-            "| of which embedding, p50 ms (texts) | entities | relations | chunks |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
-        ]
+        rows = []
         for m in report.modes:
             errors = f" ({m.errors} errors)" if m.errors else ""
             embed = (
@@ -510,12 +313,34 @@ def print_report(args: argparse.Namespace, report: Report) -> None:
                 if m.embed_latencies
                 else "-"
             )
-            lines.append(
-                f"| {m.mode}{errors} | {ms(m.latencies, 50)} | {ms(m.latencies, 95)} "
-                f"| {ms(m.latencies, 99)} | {embed} | {m.entities:.1f} | {m.relations:.1f} "
-                f"| {m.chunks:.1f} |"
+            rows.append(
+                (
+                    f"{m.mode}{errors}",
+                    ms(m.latencies, 50),
+                    ms(m.latencies, 95),
+                    ms(m.latencies, 99),
+                    embed,
+                    f"{m.entities:.1f}",
+                    f"{m.relations:.1f}",
+                    f"{m.chunks:.1f}",
+                )
             )
-        lines.append("")
+        tables.append(
+            results.table(
+                f"Retrieve latency ({args.calls} sequential calls a mode, 1 client)",
+                (
+                    "mode",
+                    "p50 ms",
+                    "p95 ms",
+                    "p99 ms",
+                    "of which embedding, p50 ms (texts)",
+                    "entities",
+                    "relations",
+                    "chunks",
+                ),
+                rows,
+            )
+        )
     if report.load is not None:
         load = report.load
         per_call = (
@@ -524,22 +349,47 @@ def print_report(args: argparse.Namespace, report: Report) -> None:
             else "-"
         )
         errors = f"{load.errors} ({load.first_error})" if load.errors else "0"
-        lines += [
-            "| sustained load | clients | seconds | calls | requests/s | p50 ms | p95 ms "
-            "| p99 ms | server CPU ms/call (gateway + redis) | errors |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-            f"| Retrieve, mode {LOAD_MODE}, back to back | {load.clients} | {load.seconds:.1f} "
-            f"| {len(load.latencies):,} | {load.requests_per_second:.1f} "
-            f"| {ms(load.latencies, 50)} | {ms(load.latencies, 95)} | {ms(load.latencies, 99)} "
-            f"| {per_call} | {errors} |",
-            "",
-        ]
+        tables.append(
+            results.table(
+                f"Sustained load: Retrieve, mode {LOAD_MODE}, back to back",
+                (
+                    "clients",
+                    "seconds",
+                    "calls",
+                    "requests/s",
+                    "p50 ms",
+                    "p95 ms",
+                    "p99 ms",
+                    "server CPU ms/call (gateway + redis)",
+                    "errors",
+                ),
+                [
+                    (
+                        load.clients,
+                        f"{load.seconds:.1f}",
+                        f"{len(load.latencies):,}",
+                        f"{load.requests_per_second:.1f}",
+                        ms(load.latencies, 50),
+                        ms(load.latencies, 95),
+                        ms(load.latencies, 99),
+                        per_call,
+                        errors,
+                    )
+                ],
+                text_columns=0,
+            )
+        )
+    return tables
+
+
+def report_notes(args: argparse.Namespace, report: Report) -> list[str]:
+    notes = []
     if report.modes:
         verdicts = ", ".join(f"{m.mode} {meets_goal(m)}" for m in report.modes)
-        lines.append(f"- Retrieve p95 under {P95_GOAL_MS:.0f} ms (1 client): {verdicts}")
+        notes.append(f"Retrieve p95 under {P95_GOAL_MS:.0f} ms (1 client): {verdicts}")
     if report.question_embed:
-        lines.append(
-            "- embedding one question in-process (local MiniLM int8 ONNX, one thread per "
+        notes.append(
+            "embedding one question in-process (local MiniLM int8 ONNX, one thread per "
             f"core as the gateway): p50 {ms(report.question_embed, 50)} ms, "
             f"p95 {ms(report.question_embed, 95)} ms; the embedding column times the same "
             "texts the gateway embeds for each mode (keywords and/or question, one call)"
@@ -551,22 +401,28 @@ def print_report(args: argparse.Namespace, report: Report) -> None:
             if report.index.seconds is not None
             else "reused from --data"
         )
-        lines.append(
-            f"- index: {c.documents:,} documents ({c.failed} failed), {c.chunks:,} chunks, "
+        notes.append(
+            f"index: {c.documents:,} documents ({c.failed} failed), {c.chunks:,} chunks, "
             f"{c.entities:,} entities, {c.relations:,} relations; {built}"
         )
-    lines.append(
-        f"- corpus: bench/corpus.py seed {args.seed}, {report.documents:,} documents, "
+    notes.append(
+        f"corpus: bench/corpus.py seed {args.seed}, {report.documents:,} documents, "
         f"{report.words:,} words; questions about its entity names and topics (seeded)"
     )
-    lines += [f"- {note}" for note in report.notes]
+    notes += report.notes
+    notes += [f"load average {when}: {value}" for when, value in report.loads]
+    return notes
+
+
+def print_report(args: argparse.Namespace, run: results.BenchRun, report: Report) -> None:
+    tables, notes = report_tables(args, report), report_notes(args, report)
+    print("\n## Gateway figures (Retrieve over gRPC, embedded stores)")
+    results.print_tables(tables)
+    lines = [f"- {note}" for note in notes]
     lines += [f"- {fact}" for fact in machine_facts()]
-    lines += [f"- load average {when}: {value}" for when, value in report.loads]
-    command = " ".join(
-        shlex.quote(a) for a in [".venv/bin/python", "bench/gateway_bench.py", *sys.argv[1:]]
-    )
-    lines.append(f"- command: `{command}`")
+    lines.append(f"- command: `{shlex.join(run.argv)}`")
     print("\n".join(lines), flush=True)
+    run.write(args.results, "Gateway: Retrieve latency and sustained load", tables, notes)
 
 
 # -- command line ------------------------------------------------------------------
@@ -575,7 +431,7 @@ def print_report(args: argparse.Namespace, report: Report) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Print the gateway's Retrieve latency per mode and sustained requests/s "
-        "(see the module docstring). Defaults give the README figures."
+        "(see the module docstring). Defaults give the full run."
     )
     parser.add_argument("--quick", action="store_true", help="a small smoke run (~2 min)")
     parser.add_argument("--docs", type=int, default=None, help="corpus size (default 1000)")
@@ -602,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workdir", type=Path, default=None, help="keep corpus and logs here (default: temp)"
     )
+    results.add_results_option(parser)
     return parser
 
 
@@ -620,6 +477,7 @@ def resolve_defaults(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    run = results.BenchRun.start(__file__, argv)
     args = resolve_defaults(build_parser().parse_args(argv))
     loads = [("at start", load_average())]
     notes: list[str] = []
@@ -717,6 +575,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             print_report(
                 args,
+                run,
                 Report(
                     documents=args.docs,
                     words=words,

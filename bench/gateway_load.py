@@ -1,6 +1,6 @@
 """The gateway under load while it indexes: errors, p50/p95 per mode, monotonic versions.
 
-Run from the repository root (the README figure; ~2 min):
+Run from the repository root (~2 min):
 
     .venv/bin/python bench/gateway_load.py        # 8 clients, 60 s, 1,000 documents
     .venv/bin/python bench/gateway_load.py --clients 4 --seconds 5 --docs 50  # smoke run
@@ -33,41 +33,28 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import DEFAULT_SEED, build_world, generate_corpus  # noqa: E402
-from bench.gateway_bench import (  # noqa: E402
+from bench.harness import kgstream_gateway, ms, progress  # noqa: E402
+from bench.queries import (  # noqa: E402
     MODES,
+    ClientLog,
     build_questions,
-    kgstream_gateway,
-    load_average,
-    ms,
     open_channel,
+    query_until,
     retrieve_stub,
 )
-from bench.indexer_bench import progress  # noqa: E402
+from bench.results import load_average  # noqa: E402
 
-CALL_TIMEOUT_SECONDS = 30.0
 WRITE_BATCHES = 20
-
-
-@dataclass
-class ClientLog:
-    """What one client saw: latencies by mode, errors, and the versions in call order."""
-
-    latencies: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
-    errors: list[str] = field(default_factory=list)
-    versions: list[int] = field(default_factory=list)
-
-    def backward_steps(self) -> list[tuple[int, int]]:
-        """(earlier, later) for every call whose version is below the one before it."""
-        return [(a, b) for a, b in zip(self.versions, self.versions[1:], strict=False) if b < a]
 
 
 @dataclass(frozen=True)
@@ -113,39 +100,6 @@ def write_in_batches(
         if stop.wait(pause):
             break
     return written
-
-
-def query_until(
-    address: str,
-    questions: Sequence[str],
-    first_mode: int,
-    done: Callable[[], bool],
-    log: ClientLog,
-) -> None:
-    """Retrieve calls back to back until `done()`, cycling through the modes."""
-    import grpc
-
-    from gateway.types import parse_mode
-    from kgstream.query_command import build_request
-
-    channel = open_channel(address)
-    stub = retrieve_stub(channel)
-    try:
-        turn = 0
-        while not done():
-            mode = MODES[(first_mode + turn) % len(MODES)]
-            request = build_request(questions[turn % len(questions)], parse_mode(mode), None)
-            turn += 1
-            began = time.perf_counter()
-            try:
-                response = stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
-            except grpc.RpcError as error:
-                log.errors.append(f"{mode}: {error.code().name}: {error.details()}")
-                continue
-            log.latencies[mode].append(time.perf_counter() - began)
-            log.versions.append(response.index_version)
-    finally:
-        channel.close()
 
 
 def run_load(
@@ -210,26 +164,50 @@ def seconds_until_processed(address: str, documents: int, timeout: float) -> flo
     return time.monotonic() - started
 
 
-def print_report(report: LoadReport, processed: int, load_before: str) -> None:
-    print(
-        f"{len(report.clients)} clients, {report.seconds:.1f} s, {report.calls} calls "
-        f"({report.calls / report.seconds:.0f}/s), {report.documents_written} documents "
-        f"written, {processed} PROCESSED at the end"
+def report_tables(report: LoadReport) -> list[results.Table]:
+    summary = results.table(
+        "Calls while the corpus is written into the watched folder",
+        ("clients", "seconds", "calls", "calls/s", "errors", "versions going back", "written"),
+        [
+            (
+                len(report.clients),
+                f"{report.seconds:.1f}",
+                f"{report.calls:,}",
+                f"{report.calls / report.seconds:.0f}",
+                len(report.errors),
+                len(report.backward_steps),
+                f"{report.documents_written:,}",
+            )
+        ],
+        text_columns=0,
     )
-    print("| mode | calls | p50 ms | p95 ms |")
-    print("|---|---|---|---|")
-    for mode in MODES:
-        values = report.latencies(mode)
-        print(f"| {mode} | {len(values)} | {ms(values, 50)} | {ms(values, 95)} |")
+    by_mode = results.table(
+        "Retrieve latency by mode, under load",
+        ("mode", "calls", "p50 ms", "p95 ms"),
+        [
+            (mode, len(values), ms(values, 50), ms(values, 95))
+            for mode in MODES
+            for values in [report.latencies(mode)]
+        ],
+    )
+    return [summary, by_mode]
+
+
+def report_notes(
+    report: LoadReport, documents: int, processed: int, caught_up: float | None
+) -> list[str]:
+    notes = [f"{processed:,} documents PROCESSED when the load ended"]
+    notes.append(
+        f"all {documents:,} PROCESSED {caught_up:.1f} s after the load ended"
+        if caught_up is not None
+        else f"not all {documents:,} PROCESSED within {CATCH_UP_SECONDS:.0f} s after the load"
+    )
     versions = report.versions()
     if versions:
-        print(f"index versions seen: {min(versions)} .. {max(versions)}")
+        notes.append(f"index versions seen: {min(versions)} .. {max(versions)}")
     kinds = collections.Counter(report.errors)
-    print(f"errors: {len(report.errors)}")
-    for error, count in kinds.most_common():
-        print(f"  {count} x {error}")
-    print(f"versions going back within a client: {len(report.backward_steps)}")
-    print(f"load average: {load_before} at start, {load_average()} at end")
+    notes += [f"error, {count} x: {error}" for error, count in kinds.most_common()]
+    return notes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,18 +219,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--work-dir", type=Path, default=None, help="kept afterwards (default: a temporary one)"
     )
+    results.add_results_option(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    run = results.BenchRun.start(__file__, argv)
     args = build_parser().parse_args(argv)
     if args.work_dir is None:
         with tempfile.TemporaryDirectory(prefix="kgstream-load-") as work:
-            return measure(args, Path(work))
-    return measure(args, args.work_dir)
+            return measure(args, run, Path(work))
+    return measure(args, run, args.work_dir)
 
 
-def measure(args: argparse.Namespace, work: Path) -> int:
+def measure(args: argparse.Namespace, run: results.BenchRun, work: Path) -> int:
     """The run `main` describes, with its folder, data and log under `work`."""
     folder, data, log_path = work / "docs", work / "data", work / "run.log"
     folder.mkdir(parents=True, exist_ok=True)
@@ -266,12 +246,11 @@ def measure(args: argparse.Namespace, work: Path) -> int:
         report = run_load(address, folder, documents, questions, args.clients, args.seconds)
         processed = processed_documents(address)
         caught_up = seconds_until_processed(address, args.docs, CATCH_UP_SECONDS)
-    print_report(report, processed, load_before)
-    print(
-        f"all {args.docs} PROCESSED {caught_up:.1f} s after the load ended"
-        if caught_up is not None
-        else f"not all {args.docs} PROCESSED within {CATCH_UP_SECONDS} s after the load ended"
-    )
+    tables, notes = report_tables(report), report_notes(report, args.docs, processed, caught_up)
+    results.print_tables(tables)
+    print("\n".join(f"- {note}" for note in notes))
+    print(f"- load average: {load_before} at start, {load_average()} at end", flush=True)
+    run.write(args.results, "Gateway under load while indexing", tables, notes)
     return 1 if report.errors or report.backward_steps else 0
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import results
 from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.commit import GraphBatch
@@ -87,6 +88,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--reads", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=20261130)
+    results.add_results_option(parser)
+    run = results.BenchRun.start(__file__)
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
@@ -150,12 +153,50 @@ def main() -> None:
 
         start = time.perf_counter()
         batched = store.get_neighbours(keys)
+        batched_ms = (time.perf_counter() - start) * 1e3
         print(
             f"batched read   : neighbours+degrees of all {len(batched):,} keys in one call: "
-            f"{(time.perf_counter() - start) * 1e3:.1f} ms"
+            f"{batched_ms:.1f} ms"
         )
         memory = store.client.info("memory")["used_memory_human"]
         print(f"redis memory   : {memory}")
+        version = info["redis_version"]
+    tables = [
+        results.table(
+            f"Writes in batches of {args.batch:,} (one MULTI/EXEC each), redis-server {version}",
+            ("records", "count", "seconds", "records/s"),
+            [
+                (
+                    "entities",
+                    f"{len(entities):,}",
+                    f"{entity_seconds:.2f}",
+                    f"{len(entities) / entity_seconds:,.0f}",
+                ),
+                (
+                    "relations",
+                    f"{len(relations):,}",
+                    f"{relation_seconds:.2f}",
+                    f"{len(relations) / relation_seconds:,.0f}",
+                ),
+            ],
+        ),
+        results.table(
+            "1-hop neighbourhood reads (neighbours with degrees, then relations and ends)",
+            ("keys", "edges each", "p50 ms", "p95 ms", "all keys in one call ms", "redis memory"),
+            [
+                (
+                    f"{args.reads:,}",
+                    f"{edges / args.reads:.1f}",
+                    f"{percentile(latencies, 0.50) * 1e3:.2f}",
+                    f"{percentile(latencies, 0.95) * 1e3:.2f}",
+                    f"{batched_ms:.1f}",
+                    memory,
+                )
+            ],
+            text_columns=0,
+        ),
+    ]
+    run.write(args.results, "The graph store on the embedded redis-server", tables)
 
 
 if __name__ == "__main__":

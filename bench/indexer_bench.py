@@ -1,8 +1,8 @@
-"""The live indexer's README figures: throughput of an initial index, and freshness of edits.
+"""The live indexer's figures: throughput of an initial index, and freshness of edits.
 
 Run from the repository root:
 
-    .venv/bin/python bench/indexer_bench.py            # the README figures (~20 min on 2 cores)
+    .venv/bin/python bench/indexer_bench.py            # every section (~20 min on 2 cores)
     .venv/bin/python bench/indexer_bench.py --quick    # a smaller smoke run (~2.5 min)
     .venv/bin/python bench/indexer_bench.py --only llm --llm-docs 1000   # one section
     .venv/bin/python bench/indexer_bench.py --only fresh-folder --query-clients 8  # under load
@@ -47,14 +47,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
-import platform
 import random
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -68,6 +63,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import (  # noqa: E402
     DEFAULT_SEED,
     build_world,
@@ -76,24 +72,28 @@ from bench.corpus import (  # noqa: E402
     revise_document,
     write_corpus,
 )
+from bench.harness import (  # noqa: E402
+    IndexCounts,
+    ServerProcess,
+    attach_graph,
+    count_index,
+    expected_hash,
+    kgstream_run,
+    percentile,
+    progress,
+    run_settings,
+    wait_caught_up,
+    wait_processed,
+    wait_visible,
+)
+from bench.queries import ClientLog, build_questions, query_until  # noqa: E402
+from bench.results import code_version, machine_facts  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 
-POLL_SECONDS = 0.002
-VISIBLE_TIMEOUT_SECONDS = 120.0
 TOPIC = "kgstream.bench.documents"
-SOURCE_FOLDERS = ("dataflow", "connectors", "kgstream", "gateway", "protos")
 
 
 # -- results ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class IndexCounts:
-    documents: int
-    failed: int
-    chunks: int
-    entities: int
-    relations: int
 
 
 @dataclass(frozen=True)
@@ -192,17 +192,6 @@ class FreshnessResult:
         return percentile(self.latencies, q)
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100), as numpy's default."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
 @dataclass
 class Report:
     throughput: list[ThroughputResult] = field(default_factory=list)
@@ -210,138 +199,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def progress(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-# -- the test LLM / embeddings server, in a child process ------------------------
-
-
-def format_extraction(extraction: Any, *, strength: bool = True) -> str:
-    """An `Extraction` in the delimited record format the extraction prompt asks for.
-
-    Without `strength`, relation rows have LightRAG 1.5's five fields (it drops a row with a
-    sixth), which kgstream reads as strength 1.0.
-    """
-    from dataflow.core.prompts import COMPLETION_DELIMITER, TUPLE_DELIMITER
-
-    def clean(text: str) -> str:
-        return " ".join(text.replace(TUPLE_DELIMITER, " ").split())
-
-    d = TUPLE_DELIMITER
-    lines = [
-        f"entity{d}{clean(e.name)}{d}{clean(e.type)}{d}{clean(e.description)}"
-        for e in extraction.entities
-    ]
-    lines += [
-        f"relation{d}{clean(r.source)}{d}{clean(r.target)}{d}"
-        f"{clean(', '.join(r.keywords))}{d}{clean(r.description)}"
-        + (f"{d}{min(1.0, r.strength / 3):.2f}" if strength else "")
-        for r in extraction.relations
-    ]
-    lines.append(COMPLETION_DELIMITER)
-    return "\n".join(lines)
-
-
-def extraction_responder(body: dict[str, Any]) -> str:
-    """A plausible model: extraction prompts get the offline extractor's records for the
-    chunk in the prompt; gleaning turns find nothing new; summaries join the fragments."""
-    import re
-
-    from dataflow.core.offline.extractor import extract_offline
-
-    messages = body["messages"]
-    system, last = str(messages[0]["content"]), str(messages[-1]["content"])
-    if system.startswith("You merge descriptions"):
-        listing = last.split("Descriptions:\n", 1)[-1]
-        fragments = [line[2:] for line in listing.splitlines() if line.startswith("- ")]
-        return " ".join(fragments)[:1200]
-    match = re.search(r"---Text---\n(`{3,})\n(.*?)\n\1\n", last, re.DOTALL)
-    if match is None:
-        return "<|COMPLETE|>"  # a gleaning turn: nothing was missed
-    return format_extraction(extract_offline(match.group(2)))
-
-
-def serve(delay_seconds: float, responder: str) -> int:
-    """Child-process mode: run one test server until stdin closes, then print its counts."""
-    from tests.support.llm_server import EMBEDDINGS, OpenAICompatibleServer
-
-    with OpenAICompatibleServer(embedding_dimension=384) as server:
-        server.delay_seconds = delay_seconds
-        if responder == "extract":
-            server.responder = extraction_responder
-        print(server.base_url, flush=True)
-        sys.stdin.read()
-        counts = {
-            "chat": server.chat_calls,
-            "embeddings": server.count(EMBEDDINGS),
-            "max_in_flight": server.max_in_flight,
-        }
-        print(json.dumps(counts), flush=True)
-    return 0
-
-
-class ServerProcess:
-    """`serve` in a child process; `base_url` while running, `counts` after `close`."""
-
-    def __init__(self, delay_seconds: float = 0.0, responder: str = "none") -> None:
-        self._process = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "serve",
-                "--delay",
-                str(delay_seconds),
-                "--responder",
-                responder,
-            ],
-            cwd=REPO_ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        if self._process.stdout is None:
-            raise RuntimeError("internal: the test server child has no stdout pipe")
-        line = self._process.stdout.readline().strip()
-        if not line.startswith("http"):
-            self._process.kill()
-            raise RuntimeError(f"the test server child did not print its URL; got {line!r}")
-        self.base_url = line
-        self.counts: dict[str, int] = {}
-
-    def close(self) -> None:
-        process = self._process
-        if process.poll() is not None:
-            return
-        if process.stdin is None or process.stdout is None:
-            raise RuntimeError("internal: the test server child has no stdin/stdout pipes")
-        process.stdin.close()
-        last = process.stdout.read().strip().splitlines()
-        process.wait(timeout=30)
-        if last:
-            self.counts = json.loads(last[-1])
-
-    def __enter__(self) -> ServerProcess:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
 # -- throughput (in-process, kgstream index's code path) --------------------------
-
-
-def count_index(graph: Any) -> IndexCounts:
-    from dataflow.core.documents import DocumentStatus
-
-    statuses = graph.status_counts()
-    return IndexCounts(
-        documents=sum(statuses.values()),
-        failed=statuses.get(DocumentStatus.FAILED, 0),
-        chunks=sum(1 for _ in graph.iter_chunks()),
-        entities=sum(1 for _ in graph.iter_entities()),
-        relations=sum(1 for _ in graph.iter_relations()),
-    )
 
 
 class TimedEmbedder:
@@ -499,137 +357,6 @@ def run_throughput(args: argparse.Namespace, work: Path, folder: Path, report: R
 # -- freshness (kgstream run as a subprocess) -------------------------------------
 
 
-def clean_environment() -> dict[str, str]:
-    """This environment without kgstream/OpenAI settings, so the subprocess runs the defaults."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("KGSTREAM_", "OPENAI_"))
-    }
-    env["PYTHONUNBUFFERED"] = "1"
-    env["KGSTREAM_HTTP_ADDRESS"] = "127.0.0.1:0"  # a kgstream already on 9621 does not clash
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
-@contextlib.contextmanager
-def kgstream_run(
-    arguments: Sequence[str],
-    log_path: Path,
-    env: dict[str, str] | None = None,
-    grpc: str | None = None,
-) -> Iterator[subprocess.Popen[bytes]]:
-    """`kgstream run ...` in its own session, with the default settings plus `env`;
-    stopped with SIGINT (as Ctrl-C) on exit. Its gateway serves on `grpc`, by default a
-    free port (not the default 50051, which another kgstream on this machine may hold)."""
-    grpc = grpc or f"127.0.0.1:{free_port()}"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kgstream.cli", "run", *arguments, "--grpc", grpc],
-            cwd=REPO_ROOT,
-            env={**clean_environment(), **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield process
-        finally:
-            stop_process(process)
-
-
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def attach_graph(data_dir: Path, process: subprocess.Popen[bytes], log_path: Path) -> Any:
-    """The running indexer's graph store, once its embedded redis answers."""
-    import redis
-
-    from connectors.redis.embedded import EmbeddedRedis
-    from connectors.redis.graph_store import GraphStore
-
-    embedded = EmbeddedRedis(data_dir / "redis")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log_path}")
-        if embedded.socket_path.exists():
-            graph = GraphStore.from_url(embedded.url)
-            try:
-                graph.version()
-                return graph
-            except redis.ConnectionError:
-                pass
-        time.sleep(0.05)
-    raise TimeoutError(f"kgstream run's redis did not answer within 120 s; see {log_path}")
-
-
-def expected_hash(doc_id: str, text: str) -> str:
-    from dataflow.core.documents import DocumentUpsert, PreparedDocument, prepare_document
-
-    prepared = prepare_document(DocumentUpsert(doc_id, text.encode(), doc_id))
-    if not isinstance(prepared, PreparedDocument):
-        raise ValueError(f"the edited {doc_id} would fail: {prepared.reason}")
-    return prepared.content_hash
-
-
-def wait_visible(graph: Any, doc_id: str, content_hash: str, process: Any, log: Path) -> float:
-    """perf_counter() at the first poll that sees `doc_id` PROCESSED with `content_hash`."""
-    from dataflow.core.documents import DocumentStatus
-
-    deadline = time.perf_counter() + VISIBLE_TIMEOUT_SECONDS
-    while True:
-        stored = graph.get_documents([doc_id]).get(doc_id)
-        now = time.perf_counter()
-        if stored is not None and stored.record.content_hash == content_hash:
-            if stored.record.status is DocumentStatus.PROCESSED:
-                return now
-            if stored.record.status is DocumentStatus.FAILED:
-                raise RuntimeError(f"{doc_id} FAILED: {stored.record.reason}")
-        if now > deadline:
-            raise TimeoutError(
-                f"{doc_id} not visible with hash {content_hash[:19]}... after "
-                f"{VISIBLE_TIMEOUT_SECONDS} s; see {log}"
-            )
-        if process.poll() is not None:
-            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
-        time.sleep(POLL_SECONDS)
-
-
-def wait_processed(
-    graph: Any, count: int, processes: Sequence[Any], log: Path, timeout: float
-) -> None:
-    """Until `count` documents are PROCESSED or FAILED; fails when one of the `kgstream run`
-    `processes` exits first (`log`: where to look)."""
-    from dataflow.core.documents import DocumentStatus
-
-    deadline = time.monotonic() + timeout
-    while True:
-        statuses = graph.status_counts()
-        done = statuses.get(DocumentStatus.PROCESSED, 0) + statuses.get(DocumentStatus.FAILED, 0)
-        if done >= count:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"only {done} of {count} documents indexed in {timeout} s; see {log}"
-            )
-        for process in processes:
-            if process.poll() is not None:
-                raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
-        time.sleep(0.05)
-
-
 def measure_edits(
     corpus: dict[str, str],
     edits: int,
@@ -714,30 +441,10 @@ def run_freshness_folder(
     progress(f"freshness (folder, {note}): p50 {percentile(latencies, 50) * 1000:.0f} ms")
 
 
-def assignments_of(assignments: Sequence[str], option: str) -> dict[str, str]:
-    """`name=value` command-line arguments of `option` as a dict; one without "=" or a
-    name stops the bench, naming the option."""
-    pairs = {}
-    for assignment in assignments:
-        name, equals, value = assignment.partition("=")
-        if not equals or not name:
-            raise SystemExit(f"{option} takes name=value; got {assignment!r}")
-        pairs[name] = value
-    return pairs
-
-
-def run_settings(assignments: Sequence[str], option: str = "--run-setting") -> dict[str, str]:
-    """`option name=value`s (kgstream setting names) as the environment of `kgstream`."""
-    pairs = assignments_of(assignments, option)
-    return {f"KGSTREAM_{name.upper()}": value for name, value in pairs.items()}
-
-
 class QueryLoad:
     """Client threads calling Retrieve on a running gateway, back to back, until stopped."""
 
     def __init__(self, address: str, clients: int, questions: Sequence[str]) -> None:
-        from bench.gateway_load import ClientLog, query_until
-
         self.logs = [ClientLog() for _ in range(clients)]
         self._stop = threading.Event()
         self._threads = [
@@ -777,35 +484,9 @@ def query_load(
     address: str, clients: int, corpus: dict[str, str], seed: int
 ) -> Iterator[QueryLoad]:
     """`clients` threads querying the gateway at `address` meanwhile (none for 0)."""
-    from bench.gateway_bench import build_questions
-
     questions = build_questions(build_world(seed), corpus, 400, seed) if clients else []
     with QueryLoad(address, clients, questions) as load:
         yield load
-
-
-def wait_caught_up(graph: Any, corpus: dict[str, str], process: Any, log: Path) -> None:
-    """Until every document of `corpus` is PROCESSED with its current content hash."""
-    from dataflow.core.documents import DocumentStatus
-
-    wanted = {doc_id: expected_hash(doc_id, text) for doc_id, text in corpus.items()}
-    deadline = time.monotonic() + 3600
-    while True:
-        stored = graph.get_documents(wanted)
-        behind = [
-            doc_id
-            for doc_id, content_hash in wanted.items()
-            if doc_id not in stored
-            or stored[doc_id].record.content_hash != content_hash
-            or stored[doc_id].record.status is not DocumentStatus.PROCESSED
-        ]
-        if not behind:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(behind)} documents still behind after an hour; see {log}")
-        if process.poll() is not None:
-            raise RuntimeError(f"kgstream run exited with {process.returncode}; see {log}")
-        time.sleep(0.1)
 
 
 def run_freshness_kafka(
@@ -890,120 +571,145 @@ def _kafka_edits(
 # -- the report ------------------------------------------------------------------
 
 
-def _git(*arguments: str) -> str:
-    return subprocess.run(
-        ["git", *arguments], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
-def code_version() -> str:
-    """HEAD's short hash, "+modified" when tracked source files differ from it (read-only git).
-
-    Recorded per section: on a shared tree the code can change while the bench runs,
-    and a subprocess started later runs the newer code.
-    """
-    try:
-        head = _git("rev-parse", "--short", "HEAD")
-        changed = _git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_FOLDERS)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{head}+modified" if changed else head
-
-
-def machine_facts() -> list[str]:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    commit = code_version()
-    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
-    return [
-        f"machine: {os.cpu_count()} CPUs (nproc), {cpu}; load average now {load}",
-        f"python {platform.python_version()} on {platform.system()} {platform.release()}; "
-        f"commit {commit}",
-    ]
-
-
-def print_report(args: argparse.Namespace, report: Report, words: int, load_before: str) -> None:
-    lines = ["", "## Indexer figures", ""]
+def report_tables(args: argparse.Namespace, report: Report) -> list[results.Table]:
+    tables = []
     if report.throughput:
-        lines += [
-            "| initial index (throughput) | docs | chunks | entities | relations | LLM calls "
-            "| texts embedded | in extract s | in embed s | total s | chunks/s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
+        rows = []
         for t in report.throughput:
             label = f"{t.label} ({t.note})" if t.note else t.label
             calls = "-" if t.chat_calls is None else f"{t.chat_calls:,}"
             failed = f" ({t.counts.failed} failed)" if t.counts.failed else ""
-            lines.append(
-                f"| {label} | {t.counts.documents:,}{failed} | {t.counts.chunks:,} "
-                f"| {t.counts.entities:,} | {t.counts.relations:,} | {calls} "
-                f"| {t.steps.texts_embedded:,} | {t.steps.extract_seconds:.1f} "
-                f"| {t.steps.embed_seconds:.1f} | {t.seconds:.1f} | {t.chunks_per_second:.1f} |"
-            )
-        lines += [
-            "",
-            "| per worker (commits are partitioned by key) | worker | docs completed | docs/s "
-            "| records written | records/s | writes | in writes s | commit CPU s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for t in report.throughput:
-            for worker, share in t.workers:
-                lines.append(
-                    f"| {t.label} | {worker} | {share.documents:,} "
-                    f"| {share.documents / t.seconds:.1f} | {share.records:,} "
-                    f"| {share.records / t.seconds:.1f} | {share.writes:,} "
-                    f"| {share.write_seconds:.1f} | {share.commit_cpu_seconds:.2f} |"
+            rows.append(
+                (
+                    label,
+                    f"{t.counts.documents:,}{failed}",
+                    f"{t.counts.chunks:,}",
+                    f"{t.counts.entities:,}",
+                    f"{t.counts.relations:,}",
+                    calls,
+                    f"{t.steps.texts_embedded:,}",
+                    f"{t.steps.extract_seconds:.1f}",
+                    f"{t.steps.embed_seconds:.1f}",
+                    f"{t.seconds:.1f}",
+                    f"{t.chunks_per_second:.1f}",
                 )
-        lines.append("")
-        for t in report.throughput:
-            commit_cpu = sum(share.commit_cpu_seconds for _, share in t.workers)
-            lines.append(
-                f"- {t.label}: the commit step's bookkeeping took {commit_cpu:.2f} s of the "
-                f"process's {t.cpu_seconds:.1f} CPU s ({t.commit_cpu_share:.1%}), store writes "
-                f"excluded; {args.workers} worker(s)."
             )
-        startups = ", ".join(f"{t.startup_seconds:.1f}" for t in report.throughput)
-        lines.append("")
-        lines.append(
-            f"Start-up before indexing (model load, redis start), not in the time: {startups} s."
+        tables.append(
+            results.table(
+                "Initial index (throughput)",
+                (
+                    "run",
+                    "docs",
+                    "chunks",
+                    "entities",
+                    "relations",
+                    "LLM calls",
+                    "texts embedded",
+                    "in extract s",
+                    "in embed s",
+                    "total s",
+                    "chunks/s",
+                ),
+                rows,
+            )
         )
-        lines.append("")
-    if report.freshness:
-        lines += [
-            "| freshness (offline extractor, embedded stores) | edits | index holds | p50 ms "
-            "| p95 ms | max ms |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
-        for f in report.freshness:
-            label = f"{f.label} ({f.note})" if f.note else f.label
-            lines.append(
-                f"| {label} | {len(f.latencies)} | {f.base_documents:,} docs "
-                f"| {f.percentile(50) * 1000:.0f} | {f.percentile(95) * 1000:.0f} "
-                f"| {max(f.latencies) * 1000:.0f} |"
+        tables.append(
+            results.table(
+                f"Per worker ({args.workers} worker(s); commits are partitioned by key)",
+                (
+                    "run",
+                    "worker",
+                    "docs completed",
+                    "docs/s",
+                    "records written",
+                    "records/s",
+                    "writes",
+                    "in writes s",
+                    "commit CPU s",
+                ),
+                [
+                    (
+                        t.label,
+                        worker,
+                        f"{share.documents:,}",
+                        f"{share.documents / t.seconds:.1f}",
+                        f"{share.records:,}",
+                        f"{share.records / t.seconds:.1f}",
+                        f"{share.writes:,}",
+                        f"{share.write_seconds:.1f}",
+                        f"{share.commit_cpu_seconds:.2f}",
+                    )
+                    for t in report.throughput
+                    for worker, share in t.workers
+                ],
             )
-        lines.append("")
-    lines += [f"- {note}" for note in report.notes]
+        )
+    if report.freshness:
+        tables.append(
+            results.table(
+                "Freshness: the change to PROCESSED (offline extractor, embedded stores)",
+                ("run", "edits", "index holds", "p50 ms", "p95 ms", "max ms"),
+                [
+                    (
+                        f"{f.label} ({f.note})" if f.note else f.label,
+                        len(f.latencies),
+                        f"{f.base_documents:,} docs",
+                        f"{f.percentile(50) * 1000:.0f}",
+                        f"{f.percentile(95) * 1000:.0f}",
+                        f"{max(f.latencies) * 1000:.0f}",
+                    )
+                    for f in report.freshness
+                ],
+            )
+        )
+    return tables
+
+
+def report_notes(args: argparse.Namespace, report: Report, words: int) -> list[str]:
+    notes = []
+    for t in report.throughput:
+        commit_cpu = sum(share.commit_cpu_seconds for _, share in t.workers)
+        notes.append(
+            f"{t.label}: the commit step's bookkeeping took {commit_cpu:.2f} s of the "
+            f"process's {t.cpu_seconds:.1f} CPU s ({t.commit_cpu_share:.1%}), store writes "
+            f"excluded; {args.workers} worker(s)."
+        )
+    if report.throughput:
+        startups = ", ".join(f"{t.startup_seconds:.1f}" for t in report.throughput)
+        notes.append(
+            f"start-up before indexing (model load, redis start), not in the time: {startups} s"
+        )
+    notes += report.notes
     codes = {args.code_at_start} if report.throughput else set()
     codes |= {f.code for f in report.freshness}
     if len(codes) > 1:
-        lines.append(
-            f"- WARNING: the code changed during the run. Throughput: {args.code_at_start}; "
+        notes.append(
+            f"WARNING: the code changed during the run. Throughput: {args.code_at_start}; "
             + "; ".join(f"{f.label} ({f.note}): {f.code}" for f in report.freshness)
         )
-    lines.append(
-        f"- corpus: bench/corpus.py seed {args.seed}, {args.docs:,} documents, {words:,} words"
+    notes.append(
+        f"corpus: bench/corpus.py seed {args.seed}, {args.docs:,} documents, {words:,} words"
     )
+    return notes
+
+
+def print_report(
+    args: argparse.Namespace, run: results.BenchRun, report: Report, words: int
+) -> None:
+    tables, notes = report_tables(args, report), report_notes(args, report, words)
+    print("\n## Indexer figures")
+    results.print_tables(tables)
+    lines = [f"- {note}" for note in notes]
     lines += [f"- {fact}" for fact in machine_facts()]
-    lines.append(f"- load average at start: {load_before}")
-    command = " ".join(
-        shlex.quote(a) for a in [".venv/bin/python", "bench/indexer_bench.py", *sys.argv[1:]]
-    )
-    lines.append(f"- command: `{command}`")
+    lines.append(f"- load average at start: {' '.join(f'{v:.2f}' for v in run.load_at_start)}")
+    lines.append(f"- command: `{shlex.join(run.argv)}`")
     print("\n".join(lines), flush=True)
+    measured = [
+        part
+        for part, prefix in (("initial index", ("offline", "llm")), ("freshness", ("fresh",)))
+        if any(section.startswith(prefix) for section in args.sections)
+    ]
+    run.write(args.results, "Indexer: " + " and ".join(measured), tables, notes)
 
 
 # -- command line ------------------------------------------------------------------
@@ -1022,7 +728,7 @@ SECTIONS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Print the live indexer's throughput and freshness figures (see the module "
-        "docstring). Defaults give the README figures."
+        "docstring). Defaults run every section."
     )
     parser.add_argument("--quick", action="store_true", help="a small smoke run (~2.5 min)")
     parser.add_argument("--docs", type=int, default=None, help="corpus size (default 1000)")
@@ -1067,10 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workdir", type=Path, default=None, help="keep files here (default: a temp dir)"
     )
-    sub = parser.add_subparsers(dest="mode")
-    serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
-    serve_parser.add_argument("--delay", type=float, default=0.0)
-    serve_parser.add_argument("--responder", choices=("none", "extract"), default="none")
+    results.add_results_option(parser)
     return parser
 
 
@@ -1090,12 +793,9 @@ def resolve_defaults(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.mode == "serve":
-        return serve(args.delay, args.responder)
-    args = resolve_defaults(args)
-    args.code_at_start = code_version()
-    load_before = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    run = results.BenchRun.start(__file__, argv)
+    args = resolve_defaults(build_parser().parse_args(argv))
+    args.code_at_start = run.commit_at_start
     temporary = args.workdir is None
     work = Path(tempfile.mkdtemp(prefix="kgbench-")) if temporary else args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -1126,7 +826,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if kafka_variants:
             run_freshness_kafka(args, work, report, kafka_variants)
     finally:
-        print_report(args, report, words, load_before)
+        print_report(args, run, report, words)
         if temporary:
             shutil.rmtree(work, ignore_errors=True)
         else:

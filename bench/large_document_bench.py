@@ -1,5 +1,5 @@
-"""A large document and a small one behind it, through `kgstream run --watch` (issue 11,
-item 5): how long the small one waits, and how the large one shows its progress.
+"""A large document and a small one behind it, through `kgstream run --watch`: how long the
+small one waits, and how the large one shows its progress.
 
 Run from the repository root (one run per `--chunks-per-round` value, default 64, 8 and 0,
 which is no bound: the large document's chunks are one extraction):
@@ -33,17 +33,17 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import generate_corpus  # noqa: E402
-from bench.indexer_bench import (  # noqa: E402
+from bench.harness import (  # noqa: E402
     ServerProcess,
     attach_graph,
-    code_version,
     expected_hash,
-    free_port,
     kgstream_run,
-    machine_facts,
     run_settings,
 )
+from bench.results import code_version, machine_facts  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 POLL_SECONDS = 0.02
 TIMEOUT_SECONDS = 3600.0
@@ -156,32 +156,49 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="a kgstream setting for every run (repeatable)",
     )
+    results.add_results_option(parser)
+    run = results.BenchRun.start(__file__, argv)
     args = parser.parse_args(argv)
-    results = []
+    measured = []
     with tempfile.TemporaryDirectory(prefix="kgstream-large-") as directory:
         for per_round in args.chunks_per_round:
             print(f"document_chunks_per_round={per_round}: running...", flush=True)
-            results.append(measure(args, per_round, Path(directory)))
-    print(
-        f"\nA {args.megabytes:g} MB document, then a small one behind it "
-        f"(LLM {args.llm_delay * 1000:.0f} ms a call, 4 at a time; code {code_version()}"
-        f"{''.join('; ' + setting for setting in args.run_setting)})\n"
+            measured.append(measure(args, per_round, Path(directory)))
+    title = (
+        f"A {args.megabytes:g} MB document, then a small one saved {args.small_after:g} s "
+        f"behind it (LLM {args.llm_delay * 1000:.0f} ms a call, 4 at a time)"
     )
-    print(
-        "| chunks per round | large: chunks | small waits s | large: first progress s "
-        "| large: PROCESSED s | progress values seen | LLM calls |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        bound = str(r.chunks_per_round) if r.chunks_per_round else "no bound"
-        print(
-            f"| {bound} | {r.chunks:,} | {r.small_wait_seconds:.2f} | "
-            f"{r.first_progress_seconds:.2f} | {r.large_seconds:.1f} | {r.progress_values} | "
-            f"{r.llm_calls:,} |"
+    tables = [
+        results.table(
+            title,
+            (
+                "document_chunks_per_round",
+                "large: chunks",
+                "small waits s",
+                "large: first progress s",
+                "large: PROCESSED s",
+                "progress values seen",
+                "LLM calls",
+            ),
+            [
+                (
+                    str(r.chunks_per_round) if r.chunks_per_round else "no bound",
+                    f"{r.chunks:,}",
+                    f"{r.small_wait_seconds:.2f}",
+                    f"{r.first_progress_seconds:.2f}",
+                    f"{r.large_seconds:.1f}",
+                    r.progress_values,
+                    f"{r.llm_calls:,}",
+                )
+                for r in measured
+            ],
+            text_columns=0,
         )
-    print()
-    for fact in machine_facts():
-        print(fact)
+    ]
+    notes = [f"code {code_version()}", *(f"setting {s}" for s in args.run_setting)]
+    results.print_tables(tables)
+    print("\n".join([*notes, *machine_facts()]), flush=True)
+    run.write(args.results, "A large document and a small one behind it", tables, notes)
     return 0
 
 

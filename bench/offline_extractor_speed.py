@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import results
 from dataflow.core.offline.extractor import extract_offline
 
 
@@ -93,6 +94,8 @@ def main() -> None:
     parser.add_argument("--words-per-chunk", type=int, default=900)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    results.add_results_option(parser)
+    run = results.BenchRun.start(__file__)
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -101,9 +104,9 @@ def main() -> None:
     token = re.compile(r"\w+(?:['\-.&/]\w+)*|\S")
     baseline = best_seconds(lambda: [token.findall(chunk) for chunk in chunks], args.repeats)
     extract = best_seconds(lambda: [extract_offline(chunk) for chunk in chunks], args.repeats)
-    results = [extract_offline(chunk) for chunk in chunks]
-    entities = sum(len(r.entities) for r in results)
-    relations = sum(len(r.relations) for r in results)
+    extracted = [extract_offline(chunk) for chunk in chunks]
+    entities = sum(len(r.entities) for r in extracted)
+    relations = sum(len(r.relations) for r in extracted)
     print(
         f"corpus: {words:,} words in {len(chunks)} chunks (seed {args.seed}), "
         f"best of {args.repeats}"
@@ -113,6 +116,23 @@ def main() -> None:
         f"offline extractor:                 {words / extract:>12,.0f} words/s   "
         f"{baseline / extract:.2f}x  ({entities:,} entities, {relations:,} relations)"
     )
+    tables = [
+        results.table(
+            f"{words:,} words in {len(chunks)} chunks (seed {args.seed}), best of {args.repeats}",
+            ("work", "words/s", "time against the baseline", "entities", "relations"),
+            [
+                ("regex tokenisation only (baseline)", f"{words / baseline:,.0f}", "1.00", "", ""),
+                (
+                    "offline extractor",
+                    f"{words / extract:,.0f}",
+                    f"{extract / baseline:.2f}",
+                    f"{entities:,}",
+                    f"{relations:,}",
+                ),
+            ],
+        )
+    ]
+    run.write(args.results, "The offline extractor's speed", tables)
 
 
 if __name__ == "__main__":

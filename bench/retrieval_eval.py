@@ -46,16 +46,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.gateway_bench import (  # noqa: E402
-    MODES,
-    build_index,
-    has_index,
-    kgstream_serve,
-    load_average,
-    open_channel,
-    retrieve_stub,
-)
-from bench.indexer_bench import machine_facts, percentile, progress  # noqa: E402
+from bench import results  # noqa: E402
+from bench.harness import build_index, has_index, kgstream_serve, percentile, progress  # noqa: E402
+from bench.queries import MODES, open_channel, retrieve_stub  # noqa: E402
+from bench.results import load_average, machine_facts  # noqa: E402
 
 SAMPLE_QUESTIONS = REPO_ROOT / "bench" / "sample_questions.jsonl"
 CUTOFFS = (5, 10)
@@ -200,40 +194,50 @@ def retrieve_rankings(address: str, mode: str, questions: Sequence[Question]) ->
 # -- report ----------------------------------------------------------------------
 
 
-def table(title: str, rows: Sequence[tuple[str, int, Mapping[str, float]]]) -> list[str]:
-    lines = [
-        f"### {title}",
-        "",
-        "| mode | n | " + " | ".join(METRICS) + " |",
-        "|---|---:|" + "---:|" * len(METRICS),
-    ]
-    for name, n, figures in rows:
-        lines.append(f"| {name} | {n} | " + " | ".join(f"{figures[m]:.3f}" for m in METRICS) + " |")
-    return [*lines, ""]
-
-
-def report(
-    questions: Sequence[Question], runs: Mapping[str, ModeRun], set_name: str, index_note: str
-) -> str:
+def report_tables(
+    questions: Sequence[Question], runs: Mapping[str, ModeRun]
+) -> list[results.Table]:
+    """A table of the metrics per question type (one, ALL, when the set has one type), then
+    the gateway's latency per mode."""
     groups: dict[str, list[Question]] = {"ALL": list(questions)}
     for question in questions:
         groups.setdefault(question.type, []).append(question)
     if len(groups) == 2:  # one type only: the ALL table says it all
         groups = {"ALL": list(questions)}
-    lines = [f"## Retrieval on {set_name} ({len(questions)} questions)", "", index_note, ""]
+    tables = []
     for group, members in groups.items():
-        rows = [(mode, len(members), score(members, run.rankings)) for mode, run in runs.items()]
-        lines.extend(table(group, rows))
-    lines += ["### Retrieve latency (ms, one client, sequential)", ""]
-    lines += ["| mode | p50 | p95 | max |", "|---|---:|---:|---:|"]
+        rows = []
+        for mode, run in runs.items():
+            figures = score(members, run.rankings)
+            rows.append((mode, len(members), *(f"{figures[m]:.3f}" for m in METRICS)))
+        title = "All questions" if group == "ALL" else f"Questions of type {group}"
+        tables.append(results.table(title, ("mode", "n", *METRICS), rows))
+    latency_rows = []
     for mode, run in runs.items():
         if mode == BM25:
             continue
         ms = [s * 1000 for s in run.seconds]
-        lines.append(
-            f"| {mode} | {percentile(ms, 50):.1f} | {percentile(ms, 95):.1f} | {max(ms):.1f} |"
+        latency_rows.append(
+            (mode, f"{percentile(ms, 50):.1f}", f"{percentile(ms, 95):.1f}", f"{max(ms):.1f}")
         )
-    return "\n".join([*lines, "", *machine_facts(), f"load average at end: {load_average()}"])
+    tables.append(
+        results.table(
+            "Retrieve latency (ms, one client, sequential)",
+            ("mode", "p50", "p95", "max"),
+            latency_rows,
+        )
+    )
+    return tables
+
+
+def set_description(root: Path) -> str:
+    """What a question set is, from the first heading of its README (after a colon)."""
+    readme = root / "README.md"
+    if readme.exists():
+        for line in readme.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# "):
+                return line[2:].split(": ", 1)[-1].strip()
+    return f"{root.name} (corpus/ + questions.jsonl)"
 
 
 # -- main ------------------------------------------------------------------------
@@ -250,16 +254,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
     parser.add_argument("--rankings", type=Path, help="write <mode>.jsonl rankings here")
     parser.add_argument("--index-timeout", type=float, default=3600.0)
+    results.add_results_option(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    run = results.BenchRun.start(__file__, argv)
     args = build_parser().parse_args(argv)
     if args.set == "sample":
-        corpus, questions_path, set_name = REPO_ROOT / "examples", SAMPLE_QUESTIONS, "the sample"
+        corpus, questions_path = REPO_ROOT / "examples", SAMPLE_QUESTIONS
+        title = "the sample corpus: examples/, bench/sample_questions.jsonl"
     else:
         root = Path(args.set)
-        corpus, questions_path, set_name = root / "corpus", root / "questions.jsonl", root.name
+        corpus, questions_path = root / "corpus", root / "questions.jsonl"
+        title = f"{root.name}: {set_description(root)}"
     questions = read_questions(questions_path)
     if args.limit:
         questions = questions[: args.limit]
@@ -296,7 +304,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for question in questions:
                     ranked: Any = run.rankings.get(question.id, [])
                     out.write(json.dumps({"id": question.id, "ranked": ranked}) + "\n")
-    print(report(questions, runs, set_name, index_note))
+    tables = report_tables(questions, runs)
+    print(f"## Retrieval on {title} ({len(questions)} questions)\n\n{index_note}")
+    results.print_tables(tables)
+    print("\n".join([*machine_facts(), f"load average at end: {load_average()}"]), flush=True)
+    notes = [
+        index_note,
+        "a document's rank is its first chunk's position in RetrievalResult.chunks; bm25 is "
+        "rank-bm25's BM25Okapi over whole documents in the same run",
+    ]
+    run.write(args.results, f"Retrieval quality on {title}", tables, notes)
     return 0
 
 

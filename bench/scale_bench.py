@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import random
 import sqlite3
 import sys
@@ -52,17 +51,19 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import DEFAULT_SEED, generate_corpus, write_corpus  # noqa: E402
-from bench.indexer_bench import (  # noqa: E402
+from bench.harness import (  # noqa: E402
     ServerProcess,
+    allocated_bytes,
     attach_graph,
     expected_hash,
     kgstream_run,
-    machine_facts,
     percentile,
     progress,
     wait_visible,
 )
+from bench.results import machine_facts  # noqa: E402
 
 HUB_ENTITIES = 10
 
@@ -97,7 +98,7 @@ class SizeResult:
         return self.disk_bytes[part] / self.documents
 
     def recovery_to_corpus(self, running: bool = False) -> float:
-        """The recovery database's size over the corpus text's (the issue's target: 3x)."""
+        """The recovery database's size over the corpus text's (the target: at most 3x)."""
         size = self.running_recovery_bytes if running else self.disk_bytes["recovery"]
         return size / self.corpus_bytes
 
@@ -130,17 +131,6 @@ def recovery_parts(data_dir: Path) -> str:
             f"pages) + WAL {wal_bytes / 1e6:.1f} MB"
         )
     return "; ".join(parts)
-
-
-def allocated_bytes(path: Path) -> int:
-    """Bytes of the blocks the files under `path` occupy (sparse files count what they use)."""
-    if path.is_file():
-        return path.stat().st_blocks * 512
-    return sum(
-        (Path(folder) / name).lstat().st_blocks * 512
-        for folder, _, names in os.walk(path)
-        for name in names
-    )
 
 
 def disk_usage(data_dir: Path) -> dict[str, int]:
@@ -312,69 +302,129 @@ def figures(result: SizeResult) -> dict[str, float]:
     }
 
 
-def print_report(results: Sequence[SizeResult], load_before: str) -> None:
-    print("\n## Initial load (test-server embeddings, offline extractor, one worker)\n")
-    print("| docs | chunks | load s | docs/s | chunks/s | first PROCESSED s | half PROCESSED s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        print(
-            f"| {r.documents:,} | {r.chunks:,} | {r.load_seconds:.1f} | {r.docs_per_second:.1f} | "
-            f"{r.chunks_per_second:.1f} | {r.first_processed_seconds:.1f} | "
-            f"{r.half_processed_seconds:.1f} |"
-        )
-    print("\n## Freshness (file save -> PROCESSED), ms\n")
-    print("| docs | edits touching | chunks citing | p50 | p95 | max |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for r in results:
-        for label, values, citing in (
-            ("a hub entity", r.hub_edits, f">= {r.hub_citations}"),
-            ("rare entities only", r.rare_edits, f"<= {r.rare_citations}"),
-        ):
-            print(
-                f"| {r.documents:,} | {label} | {citing} | {ms(values, 50):.0f} | "
-                f"{ms(values, 95):.0f} | {max(values) * 1000:.0f} |"
-            )
-    print("\n## Disk (allocated blocks, bytes per document, once stopped) and memory\n")
-    print("| docs | recovery | redis | vectors | other | total | indexer RSS MB | redis RSS MB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        parts = " | ".join(
-            f"{r.disk_per_document(part):,.0f}"
-            for part in ("recovery", "redis", "vectors", "other", "total")
-        )
-        print(
-            f"| {r.documents:,} | {parts} | {r.indexer_rss / 2**20:.0f} | "
-            f"{r.redis_rss / 2**20:.0f} |"
-        )
-    print("\n## Disk writes of the indexer process (/proc/PID/io write_bytes)\n")
-    print("| docs | during the load MB | MB per 1,000 chunks loaded |")
-    print("|---:|---:|---:|")
-    for r in results:
-        written = r.load_written / 2**20
-        print(f"| {r.documents:,} | {written:.1f} | {written / r.chunks * 1000:.1f} |")
-
-    print("\n## Recovery database against the corpus text (target: at most 3x)\n")
-    print("| docs | corpus text MB | running MB | running / text | stopped MB | stopped / text |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        print(
-            f"| {r.documents:,} | {r.corpus_bytes / 1e6:.1f} | "
-            f"{r.running_recovery_bytes / 1e6:.1f} | {r.recovery_to_corpus(running=True):.1f}x | "
-            f"{r.disk_bytes['recovery'] / 1e6:.1f} | {r.recovery_to_corpus():.1f}x |"
-        )
-    if len(results) > 1:
-        print("\n## Growth: each figure's ratio to the previous size's\n")
-        names = list(figures(results[0]))
-        print("| from -> to | " + " | ".join(names) + " |")
-        print("|---|" + "---:|" * len(names))
-        for before, after in itertools.pairwise(results):
+def report_tables(sizes: Sequence[SizeResult]) -> list[results.Table]:
+    tables = [
+        results.table(
+            "Initial load (test-server embeddings, offline extractor, one worker)",
+            (
+                "docs",
+                "chunks",
+                "load s",
+                "docs/s",
+                "chunks/s",
+                "first PROCESSED s",
+                "half PROCESSED s",
+            ),
+            [
+                (
+                    f"{r.documents:,}",
+                    f"{r.chunks:,}",
+                    f"{r.load_seconds:.1f}",
+                    f"{r.docs_per_second:.1f}",
+                    f"{r.chunks_per_second:.1f}",
+                    f"{r.first_processed_seconds:.1f}",
+                    f"{r.half_processed_seconds:.1f}",
+                )
+                for r in sizes
+            ],
+            text_columns=0,
+        ),
+        results.table(
+            "Freshness (file save -> PROCESSED), ms",
+            ("docs", "edits touching", "chunks citing", "p50", "p95", "max"),
+            [
+                (
+                    f"{r.documents:,}",
+                    label,
+                    citing,
+                    f"{ms(values, 50):.0f}",
+                    f"{ms(values, 95):.0f}",
+                    f"{max(values) * 1000:.0f}",
+                )
+                for r in sizes
+                for label, values, citing in (
+                    ("a hub entity", r.hub_edits, f">= {r.hub_citations:,}"),
+                    ("rare entities only", r.rare_edits, f"<= {r.rare_citations:,}"),
+                )
+            ],
+            text_columns=2,
+        ),
+        results.table(
+            "Disk (allocated blocks, bytes per document, once stopped) and memory",
+            (
+                "docs",
+                "recovery",
+                "redis",
+                "vectors",
+                "other",
+                "total",
+                "indexer RSS MB",
+                "redis RSS MB",
+            ),
+            [
+                (
+                    f"{r.documents:,}",
+                    *(
+                        f"{r.disk_per_document(part):,.0f}"
+                        for part in ("recovery", "redis", "vectors", "other", "total")
+                    ),
+                    f"{r.indexer_rss / 2**20:,.0f}",
+                    f"{r.redis_rss / 2**20:,.0f}",
+                )
+                for r in sizes
+            ],
+            text_columns=0,
+        ),
+        results.table(
+            "Disk writes of the indexer process during the load (/proc/PID/io write_bytes)",
+            ("docs", "MB", "MB per 1,000 chunks loaded"),
+            [
+                (
+                    f"{r.documents:,}",
+                    f"{r.load_written / 2**20:,.1f}",
+                    f"{r.load_written / 2**20 / r.chunks * 1000:.1f}",
+                )
+                for r in sizes
+            ],
+            text_columns=0,
+        ),
+        results.table(
+            "Recovery database against the corpus text (target: at most 3x)",
+            (
+                "docs",
+                "corpus text MB",
+                "running MB",
+                "running / text",
+                "stopped MB",
+                "stopped / text",
+            ),
+            [
+                (
+                    f"{r.documents:,}",
+                    f"{r.corpus_bytes / 1e6:.1f}",
+                    f"{r.running_recovery_bytes / 1e6:.1f}",
+                    f"{r.recovery_to_corpus(running=True):.1f}x",
+                    f"{r.disk_bytes['recovery'] / 1e6:.1f}",
+                    f"{r.recovery_to_corpus():.1f}x",
+                )
+                for r in sizes
+            ],
+            text_columns=0,
+        ),
+    ]
+    if len(sizes) > 1:
+        names = list(figures(sizes[0]))
+        rows = []
+        for before, after in itertools.pairwise(sizes):
             a, b = figures(before), figures(after)
-            ratios = " | ".join(f"{b[n] / a[n]:.2f}" if a[n] else "-" for n in names)
-            print(f"| {before.documents:,} -> {after.documents:,} | {ratios} |")
-    print()
-    for fact in machine_facts():
-        print(fact)
-    print(f"load average before the run: {load_before}")
+            ratios = [f"{b[n] / a[n]:.2f}" if a[n] else "-" for n in names]
+            rows.append((f"{before.documents:,} -> {after.documents:,}", *ratios))
+        tables.append(
+            results.table(
+                "Growth: each figure's ratio to the previous size's", ("from -> to", *names), rows
+            )
+        )
+    return tables
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -384,19 +434,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=3, help="untimed first edits of each kind")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workdir", type=Path, default=None, help="kept (default: a temp dir)")
+    results.add_results_option(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    run = results.BenchRun.start(__file__, argv)
     args = build_parser().parse_args(argv)
-    load_before = " ".join(f"{value:.2f}" for value in os.getloadavg())
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kgstream-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    results = []
+    sizes = []
     with ServerProcess() as server:
         for size in sorted(args.sizes):
-            results.append(run_size(size, args, work, server))
-    print_report(results, load_before)
+            sizes.append(run_size(size, args, work, server))
+    tables = report_tables(sizes)
+    results.print_tables(tables)
+    print("\n".join(machine_facts()))
+    print(f"load average before the run: {' '.join(f'{v:.2f}' for v in run.load_at_start)}")
+    title = "Scaling: " + " to ".join(f"{size:,}" for size in sorted(args.sizes)) + " documents"
+    run.write(args.results, title, tables)
     return 0
 
 

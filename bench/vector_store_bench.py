@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import results
 from connectors.vectors.base import BaseVectorStore
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.port import VectorFilter, VectorKind, VectorPoint
@@ -226,12 +227,14 @@ class Backend:
     optimize: bool = False
 
 
-def run_backend(backend: Backend, corpus: Corpus, root: Path) -> None:
+def run_backend(backend: Backend, corpus: Corpus, root: Path) -> list[tuple[str, ...]]:
+    """Writes, reopens and searches one backend; returns its rows of the report."""
     directory = root / backend.name
     shutil.rmtree(directory, ignore_errors=True)
     store = backend.open(directory)
     store.ensure_collections(SPACE, DIMENSION)
     print(f"\n== {backend.name} ==")
+    rows: list[tuple[str, ...]] = []
     for kind in (VectorKind.CHUNK, VectorKind.ENTITY, VectorKind.RELATION):
         started = time.perf_counter()
         store.upsert(corpus.points[kind])
@@ -239,16 +242,21 @@ def run_backend(backend: Backend, corpus: Corpus, root: Path) -> None:
         count = len(corpus.points[kind])
         rate = count / elapsed
         print(f"upsert {kind.value:<9} {count:>6} points  {elapsed:7.2f} s  ({rate:,.0f}/s)")
+        rows.append((backend.name, f"upsert {count:,} {kind.value} points", f"{elapsed:.2f} s"))
     if isinstance(store, EdgeVectorStore) and backend.optimize:
         started = time.perf_counter()
         store.optimize()
-        print(f"optimize (HNSW build)        {time.perf_counter() - started:7.2f} s")
+        elapsed = time.perf_counter() - started
+        print(f"optimize (HNSW build)        {elapsed:7.2f} s")
+        rows.append((backend.name, "optimize (HNSW build)", f"{elapsed:.2f} s"))
     if backend.persistent:
         started = time.perf_counter()
         store.close()
         store = backend.open(directory)
         store.ensure_collections(SPACE, DIMENSION)
-        print(f"reopen (close + open)        {time.perf_counter() - started:7.2f} s")
+        elapsed = time.perf_counter() - started
+        print(f"reopen (close + open)        {elapsed:7.2f} s")
+        rows.append((backend.name, "reopen (close + open)", f"{elapsed:.2f} s"))
     for kind in VectorKind:
         if store.count(kind) != len(corpus.points[kind]):
             raise RuntimeError(
@@ -256,11 +264,21 @@ def run_backend(backend: Backend, corpus: Corpus, root: Path) -> None:
                 f"wrote {len(corpus.points[kind])}"
             )
 
-    measure_searches(store, corpus, backend.queries)
+    for label, p50, p95, cpu_ms, recall in measure_searches(store, corpus, backend.queries):
+        figures = f"p50 {p50:.2f} ms, p95 {p95:.2f} ms, CPU {cpu_ms:.2f} ms"
+        if recall is not None:
+            figures += f", recall@10 {recall:.3f}"
+        rows.append((backend.name, label, figures))
     store.close()
+    return rows
 
 
-def measure_searches(store: BaseVectorStore, corpus: Corpus, queries: int) -> None:
+def measure_searches(
+    store: BaseVectorStore, corpus: Corpus, queries: int
+) -> list[tuple[str, float, float, float, float | None]]:
+    """(search, p50 ms, p95 ms, CPU ms, recall@10) of each kind and filter, and of the
+    three searches of a Retrieve."""
+    measured: list[tuple[str, float, float, float, float | None]] = []
     variants: dict[str, Callable[[int], VectorFilter | None]] = {
         "no filter": lambda q: None,
         "path prefix": lambda q: VectorFilter(
@@ -309,10 +327,13 @@ def measure_searches(store: BaseVectorStore, corpus: Corpus, queries: int) -> No
             p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
             cpu_ms = statistics.fmean(cpu) * 1000
             print(f"{label:<34} {p50:8.2f} {p95:8.2f} {cpu_ms:8.2f} {recall:10.3f}")
+            measured.append((label, p50, p95, cpu_ms, recall))
         label = f"RETRIEVE (3 searches), {variant}"
         p50, p95 = percentile(retrieve, 50), percentile(retrieve, 95)
         cpu_ms = statistics.fmean(retrieve_cpu) * 1000
         print(f"{label:<34} {p50:8.2f} {p95:8.2f} {cpu_ms:8.2f}")
+        measured.append((label, p50, p95, cpu_ms, None))
+    return measured
 
 
 def _doc_ids(point: VectorPoint) -> set[str]:
@@ -352,6 +373,8 @@ def main() -> None:
     parser.add_argument(
         "--dir", type=Path, default=None, help="scratch directory (default: a temp dir)"
     )
+    results.add_results_option(parser)
+    run = results.BenchRun.start(__file__)
     args = parser.parse_args()
 
     size = CorpusSize(
@@ -384,12 +407,19 @@ def main() -> None:
         ),
     }
     root = args.dir or Path(tempfile.mkdtemp(prefix="kgstream-vector-bench-"))
+    rows = []
     try:
         for name in args.backends.split(","):
-            run_backend(backends[name], corpus, root)
+            rows += run_backend(backends[name], corpus, root)
     finally:
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
+    title = (
+        f"{size.docs:,} documents: {size.chunks:,} chunks, {size.entities:,} entities, "
+        f"{size.relations:,} relations ({DIMENSION}-d, spread {args.spread})"
+    )
+    tables = [results.table(title, ("backend", "operation", "figures"), rows, text_columns=3)]
+    run.write(args.results, "Vector-store backends", tables)
 
 
 if __name__ == "__main__":

@@ -18,19 +18,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.gateway_bench import kgstream_command, kgstream_gateway, open_channel, retrieve_stub
-from bench.indexer_bench import (
+from bench.harness import (
     POLL_SECONDS,
     VISIBLE_TIMEOUT_SECONDS,
+    allocated_bytes,
     attach_graph,
     clean_environment,
     expected_hash,
+    kgstream_command,
+    kgstream_gateway,
     progress,
     stop_process,
     wait_caught_up,
     wait_visible,
 )
-from bench.scale_bench import allocated_bytes
+from bench.queries import open_channel, retrieve_stub
 from bench.vs_lightrag.llm_server import EMBEDDERS
 from bench.vs_lightrag.measure import (
     MODES,
@@ -150,6 +152,7 @@ def ask(
 ) -> dict[str, ModeRun]:
     """Every question in every mode, one Retrieve at a time; a mode's warm-up questions first
     (untimed, not scored)."""
+    from gateway.types import parse_mode
     from kgstream.query_command import build_request
 
     runs = {}
@@ -157,11 +160,13 @@ def ask(
         stub = retrieve_stub(channel)
         for mode in MODES:
             for text in warmup:
-                stub.Retrieve(build_request(text, mode, None), timeout=CALL_TIMEOUT_SECONDS)
+                stub.Retrieve(
+                    build_request(text, parse_mode(mode), None), timeout=CALL_TIMEOUT_SECONDS
+                )
             before = server.calls()
             seconds, files = [], {}
             for question in workload.questions:
-                request = build_request(question.text, mode, None)
+                request = build_request(question.text, parse_mode(mode), None)
                 began = time.perf_counter()
                 reply = stub.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
                 seconds.append(time.perf_counter() - began)

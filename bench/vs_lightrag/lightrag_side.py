@@ -18,8 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bench.indexer_bench import progress, stop_process
-from bench.scale_bench import allocated_bytes
+from bench.harness import allocated_bytes, progress, stop_process
 from bench.vs_lightrag.measure import (
     MODES,
     GraphSize,

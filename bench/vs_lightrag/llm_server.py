@@ -44,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.indexer_bench import format_extraction  # noqa: E402
+from bench.harness import format_extraction  # noqa: E402
 from dataflow.core.offline.extractor import extract_offline  # noqa: E402
 from gateway.keywords import STOPWORDS, OfflineKeywordExtractor  # noqa: E402
 from tests.support.llm_server import (  # noqa: E402

@@ -3,7 +3,7 @@
 Run from the repository root (kgstream's venv; LightRAG gets its own, made here):
 
     .venv/bin/python bench/vs_lightrag/run.py --setup-only   # LightRAG's venv (~1 min, once)
-    flock /tmp/kg-bench.lock .venv/bin/python bench/vs_lightrag/run.py   # the README table
+    flock /tmp/kg-bench.lock .venv/bin/python bench/vs_lightrag/run.py   # both, 0 and 200 ms
     .venv/bin/python bench/vs_lightrag/run.py --docs 50 --delays 0       # a small smoke run
 
 What it does, for each LLM latency in `--delays` (default 0 and 0.2 s per chat call):
@@ -20,7 +20,7 @@ What it does, for each LLM latency in `--delays` (default 0 and 0.2 s per chat c
    Both with their default settings (LLM concurrency 4 in both; LightRAG also processes at
    most 3 documents at once, its `max_parallel_insert`), gleaning on (one extra call a chunk).
 4. Prints, per latency, each figure for both and the ratio kgstream / LightRAG, then the
-   issue's targets and the machine's facts.
+   targets and the machine's facts.
 
 The corpus is bench/corpus.py's (seed 7, `--docs` documents, 1,000 by default); the questions
 are bench/vs_lightrag/questions.py's (their gold documents known by construction); edits
@@ -46,9 +46,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import results  # noqa: E402
 from bench.corpus import DEFAULT_SEED, build_world, corpus_words  # noqa: E402
-from bench.gateway_bench import build_questions as build_warmup_questions  # noqa: E402
-from bench.indexer_bench import machine_facts, percentile, progress, run_settings  # noqa: E402
+from bench.harness import percentile, progress, run_settings  # noqa: E402
+from bench.queries import build_questions as build_warmup_questions  # noqa: E402
+from bench.results import Table, machine_facts  # noqa: E402
 from bench.retrieval_eval import score  # noqa: E402
 from bench.vs_lightrag.kgstream_side import run_kgstream  # noqa: E402
 from bench.vs_lightrag.lightrag_side import run_lightrag  # noqa: E402
@@ -172,18 +174,12 @@ def figures(run: SystemRun, workload: Workload, delay: float) -> list[Figure]:
     return rows
 
 
-def report_latency(delay: float, runs: Sequence[SystemRun], workload: Workload) -> list[str]:
-    """The table at one latency: a column per system that ran, and the ratio of the two."""
+def latency_table(delay: float, runs: Sequence[SystemRun], workload: Workload) -> Table:
+    """The figures at one latency: a column per system that ran, and the ratio of the two."""
     both = len(runs) == 2
-    names = " | ".join(run.name for run in runs)
-    lines = [
-        f"### LLM at {delay * 1000:.0f} ms per call",
-        "",
-        f"| figure | {names} |" + (" kgstream / LightRAG |" if both else ""),
-        "|---|" + "---:|" * (len(runs) + both),
-    ]
-    columns = [figures(run, workload, delay) for run in runs]
-    for row in zip(*columns, strict=True):
+    columns = ["figure", *(run.name for run in runs)] + (["kgstream / LightRAG"] if both else [])
+    rows = []
+    for row in zip(*(figures(run, workload, delay) for run in runs), strict=True):
         label, fmt = row[0][0], row[0][2]
         values = [value for _, value, _ in row]
         cells = [value if isinstance(value, str) else fmt.format(value) for value in values]
@@ -191,9 +187,13 @@ def report_latency(delay: float, runs: Sequence[SystemRun], workload: Workload) 
             ours, theirs = values
             numeric = not isinstance(ours, str) and not isinstance(theirs, str)
             cells.append(ratio(float(ours), float(theirs)) if numeric else "")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    notes = [f"- {note}" for run in runs for note in run.notes]
-    return [*lines, "", *(targets(delay, *runs) if both else []), *notes, ""]
+        rows.append((label, *cells))
+    return results.table(f"LLM at {delay * 1000:.0f} ms per call", columns, rows)
+
+
+def latency_notes(delay: float, runs: Sequence[SystemRun]) -> list[str]:
+    both = len(runs) == 2
+    return [*(targets(delay, *runs) if both else []), *(note for run in runs for note in run.notes)]
 
 
 def targets(delay: float, k: SystemRun, light: SystemRun) -> list[str]:
@@ -206,14 +206,14 @@ def targets(delay: float, k: SystemRun, light: SystemRun) -> list[str]:
         speedup = theirs / ours
         verdict = "met" if speedup >= 10 else "NOT met"
         lines.append(
-            f"- target: {label} >= 10x faster than LightRAG (p50): {speedup:.1f}x, {verdict}"
+            f"target: {label} >= 10x faster than LightRAG (p50): {speedup:.1f}x, {verdict}"
         )
     if delay:
         bound = k.index_calls.chat * delay / LLM_CONCURRENCY
         share = k.index_seconds / bound
         verdict = "met" if share <= 1.15 else "NOT met"
         lines.append(
-            f"- target: kgstream indexing within 1.15x of calls x latency / concurrency: "
+            f"target: kgstream indexing within 1.15x of calls x latency / concurrency: "
             f"{k.index_seconds:.1f} s / {bound:.1f} s = {share:.2f}x, {verdict}"
         )
     return lines
@@ -255,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a kgstream setting for its index and run, e.g. summary_coalesce_seconds=0 "
         "(repeatable)",
     )
+    results.add_results_option(parser)
     parser.add_argument(
         "--setup-only", action="store_true", help="create LightRAG's venv, then stop"
     )
@@ -262,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    bench_run = results.BenchRun.start(__file__, argv)
     args = build_parser().parse_args(argv)
     # LightRAG's virtual environment only where LightRAG runs (making it takes a minute).
     python = ensure_lightrag_venv() if args.setup_only or args.only != "kgstream" else None
@@ -271,15 +273,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     workload = build_workload(args.docs, args.questions, args.edits, args.deletes, args.seed)
     warmup = build_warmup_questions(build_world(args.seed), dict(workload.corpus), 2, args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kgstream-vs-lightrag-"))
-    report = [
-        "## kgstream vs LightRAG 1.5.7",
-        "",
-        f"- corpus: bench/corpus.py seed {args.seed}, {len(workload.corpus):,} documents, "
+    corpus_note = (
+        f"corpus: bench/corpus.py seed {args.seed}, {len(workload.corpus):,} documents, "
         f"{corpus_words(dict(workload.corpus)):,} words; {len(workload.questions)} questions; "
         f"{len(workload.edits)} edits and {len(workload.deletes)} deletes; embeddings: "
-        f"{args.embeddings}",
-        "",
-    ]
+        f"{args.embeddings}"
+    )
+    report = ["## kgstream vs LightRAG 1.5.7", "", f"- {corpus_note}", ""]
+    tables: list[Table] = []
+    notes = [corpus_note]
     for delay in args.delays:
         folder = work / f"delay-{delay * 1000:.0f}ms"
         if folder.exists():
@@ -304,11 +306,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     server, workload, folder, python, warmup, args.lightrag_client
                 )
                 loads.append(" ".join(f"{v:.2f}" for v in os.getloadavg()))
-        report += report_latency(delay, list(runs.values()), workload)
-        report.append(
-            f"- load average (1, 5, 15 min) at start and after each system: {' | '.join(loads)}"
-        )
+        shown = latency_table(delay, list(runs.values()), workload)
+        delay_notes = [
+            *latency_notes(delay, list(runs.values())),
+            f"load average (1, 5, 15 min) at start and after each system: {' | '.join(loads)}",
+        ]
+        report += [f"### {shown.title}", "", *shown.markdown(), ""]
+        report += [f"- {note}" for note in delay_notes]
         report.append("")
+        tables.append(shown)
+        notes += [f"at {delay * 1000:.0f} ms: {note}" for note in delay_notes]
     report += [f"- {fact}" for fact in machine_facts()]
     report.append(f"- load average before the run: {load_before}")
     command = " ".join(
@@ -316,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     report.append(f"- command: `{command}`; files in {work}")
     print("\n".join(report), flush=True)
+    title = "kgstream side by side with LightRAG 1.5.7"
+    if args.only:
+        title += f" ({args.only} only)"
+    bench_run.write(args.results, title, tables, notes)
     return 0
 
 

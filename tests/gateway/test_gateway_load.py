@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 from bench.corpus import build_world, generate_corpus
-from bench.gateway_bench import MODES, build_questions
 from bench.gateway_load import processed_documents, run_load
+from bench.queries import MODES, build_questions
 from tests.kgstream.processes import clean_environment, kgstream
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.wait import wait_until

@@ -1,0 +1,219 @@
+"""The README stays a front door and the docs stay true to the repository: small, no commit
+hashes, no links to files that do not exist, nothing cited from outside the repository, the
+generated pages as their generators write them, and every headline figure in its result file."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+README_LIMIT_BYTES = 20 * 1024
+# Every hand-written and generated page of prose the repository ships.
+PAGES = sorted(
+    [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").rglob("*.md")]
+)
+GENERATED = ("docs/settings.md", "docs/benchmarks.md")
+
+_FENCE = re.compile(r"^(```|~~~)")
+# A commit hash as people paste it: 7 to 40 hex digits standing alone, with at least one digit
+# and one letter (so neither a number nor an English word made of a-f letters counts).
+_HEX_WORD = re.compile(r"(?<![0-9A-Za-z_-])[0-9a-fA-F]{7,40}(?![0-9A-Za-z_-])")
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_OUTSIDE = (
+    (re.compile(r"ARCHITECTURE\.md"), "the shared ARCHITECTURE.md"),
+    (re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE), "an issue number"),
+    (re.compile(r"\.\./shared\b"), "the shared folder outside the repository"),
+)
+
+
+def prose_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of `text` outside fenced code blocks."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, line
+
+
+def commit_hashes(text: str) -> list[str]:
+    """The words of `text`'s prose that read as commit hashes."""
+    found = []
+    for _, line in prose_lines(text):
+        for match in _HEX_WORD.finditer(line):
+            word = match.group()
+            if re.search(r"[0-9]", word) and re.search(r"[a-fA-F]", word):
+                found.append(word)
+    return found
+
+
+def github_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown page."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for _, line in prose_lines(text):
+        heading = re.match(r"#{1,6}\s+(.*)", line)
+        if not heading:
+            continue
+        title = re.sub(r"`|\*\*|\*|\[|\]\([^)]*\)", "", heading.group(1)).strip().lower()
+        slug = "".join(ch for ch in title if ch.isalnum() or ch in " -_").replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    """The relative links of `page` to a file (or a heading) that does not exist, each named
+    by the page's path under `root` and its line."""
+    broken = []
+    for number, line in prose_lines(page.read_text(encoding="utf-8")):
+        for match in _LINK.finditer(line):
+            target = match.group(1)
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+                continue
+            path_part, _, anchor = target.partition("#")
+            linked = (page.parent / path_part).resolve() if path_part else page
+            where = f"{page.relative_to(root)}:{number}: {target}"
+            if not linked.exists():
+                broken.append(where)
+            elif (
+                anchor
+                and linked.suffix == ".md"
+                and anchor not in github_anchors(linked.read_text(encoding="utf-8"))
+            ):
+                broken.append(f"{where} (no such heading)")
+    return broken
+
+
+# -- the checks themselves ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "measured at 605fd9b on a quiet machine",
+        "the code before (b4a9b8f), run twice",
+        "see commit 2E68F19",
+        "full hash 3fcba61f0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+    ],
+)
+def test_a_commit_hash_in_prose_is_found(text: str) -> None:
+    assert commit_hashes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1,000 documents in 1234567 ms",  # digits only
+        "a decade of facade and cafe",  # letters a-f only
+        "sha256 of the text, abc123 (six), 0x1f",  # too short
+        "```sh\ngit checkout 605fd9b\n```",  # a command in a code block
+        "the key kg:ws:list, the id chunk-3f2a9c8d1e",  # part of a longer word
+    ],
+)
+def test_numbers_words_and_code_blocks_are_not_commit_hashes(text: str) -> None:
+    assert commit_hashes(text) == []
+
+
+def test_a_link_to_a_missing_file_or_heading_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    (tmp_path / "there.md").write_text("# A heading, with `code`\n", encoding="utf-8")
+    page.write_text(
+        "[ok](there.md) [ok](there.md#a-heading-with-code) [web](https://example.org/x)\n"
+        "[gone](missing.md) [no heading](there.md#nowhere) [self](#nowhere)\n"
+        "```\n[in code](missing-too.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page, tmp_path) == [
+        "page.md:2: missing.md",
+        "page.md:2: there.md#nowhere (no such heading)",
+        "page.md:2: #nowhere (no such heading)",
+    ]
+
+
+# -- the repository's pages --------------------------------------------------------------
+
+
+def test_the_readme_is_a_front_door_not_a_notebook() -> None:
+    size = len(README.read_bytes())
+    assert size <= README_LIMIT_BYTES, (
+        f"README.md is {size:,} bytes, over {README_LIMIT_BYTES:,}: move detail to docs/ "
+        "(figures to docs/benchmarks.md, history to CHANGELOG.md)"
+    )
+
+
+def test_the_readme_carries_no_commit_hash() -> None:
+    found = commit_hashes(README.read_text(encoding="utf-8"))
+    assert found == [], (
+        f"README.md names commits {found}: history lives in git and CHANGELOG.md, figures "
+        "with their commit in docs/benchmarks.md"
+    )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_leads_to_a_file_that_exists(page: Path) -> None:
+    assert broken_links(page) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_cites_what_lies_outside_the_repository(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    cited = [
+        f"{page.relative_to(ROOT)}:{number}: {what}"
+        for number, line in enumerate(text.splitlines(), 1)
+        for pattern, what in _OUTSIDE
+        if pattern.search(line)
+    ]
+    assert cited == []
+
+
+def test_the_generated_pages_are_what_scripts_gen_docs_writes(tmp_path: Path) -> None:
+    subprocess.run([str(ROOT / "scripts" / "gen-docs"), str(tmp_path)], check=True, cwd=ROOT)
+    for relative in GENERATED:
+        written = (tmp_path / relative).read_text(encoding="utf-8")
+        committed = (ROOT / relative).read_text(encoding="utf-8")
+        assert committed == written, f"{relative} is stale: run scripts/gen-docs"
+
+
+def test_every_headline_figure_of_the_readme_is_in_its_result_file() -> None:
+    """Each row of the README's figures table names a result file; each number it quotes
+    must be a figure of that file's tables."""
+    section = README.read_text(encoding="utf-8").split("\n## Figures\n", 1)[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) > 1, "the README's figures table has no rows"
+    for row in rows[1:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        sources = re.findall(r"\(bench/results/([\w.-]+\.json)\)", row)
+        assert len(sources) == 1, f"the row names no one result file: {row}"
+        result = json.loads((ROOT / "bench" / "results" / sources[0]).read_text("utf-8"))
+        figures = {cell for table in result["tables"] for r in table["rows"] for cell in r}
+        for number in re.findall(r"\d[\d,.]*\d|\d", cells[1]):
+            assert any(number in figure for figure in figures), (
+                f"README figure {number} ({cells[0]}) is not in bench/results/{sources[0]}"
+            )
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """The invariants name the tests that check them; a renamed test must not leave its name
+    behind in the docs."""
+    defined = {
+        match.group(1)
+        for path in (ROOT / "tests").rglob("test_*.py")
+        for match in re.finditer(r"def (test_\w+)", path.read_text(encoding="utf-8"))
+    }
+    named = {
+        f"{page.relative_to(ROOT)}: {name}"
+        for page in PAGES
+        for name in re.findall(r"(?<![/\w])(test_\w+)(?![\w.])", page.read_text(encoding="utf-8"))
+        if name not in defined
+    }
+    assert named == set()
