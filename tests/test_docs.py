@@ -176,6 +176,7 @@ def test_no_page_cites_what_lies_outside_the_repository(page: Path) -> None:
     assert cited == []
 
 
+@pytest.mark.services  # runs git or scripts/gen-docs
 def test_the_generated_pages_are_what_scripts_gen_docs_writes(tmp_path: Path) -> None:
     subprocess.run([str(ROOT / "scripts" / "gen-docs"), str(tmp_path)], check=True, cwd=ROOT)
     for relative in GENERATED:

@@ -10,6 +10,7 @@ import pytest
 from bench import results
 
 
+@pytest.mark.services  # runs git or scripts/gen-docs
 def test_a_written_result_reads_back_with_its_command_commit_and_machine(tmp_path: Path) -> None:
     run = results.BenchRun.start(str(results.REPO_ROOT / "bench" / "scale_bench.py"), ["--x", "1"])
     figures = results.table("Load", ("docs", "load s"), [("1,000", "13.0")])
@@ -28,6 +29,7 @@ def test_a_written_result_reads_back_with_its_command_commit_and_machine(tmp_pat
     assert read.notes == ("a note",)
 
 
+@pytest.mark.services  # runs git or scripts/gen-docs
 def test_without_a_results_path_nothing_is_written(tmp_path: Path) -> None:
     run = results.BenchRun.start(str(results.REPO_ROOT / "bench" / "scale_bench.py"), [])
     run.write(None, "Scaling", [])
@@ -50,6 +52,7 @@ def test_a_path_outside_the_repository_is_shown_as_its_options_name() -> None:
     )
 
 
+@pytest.mark.services  # runs git or scripts/gen-docs
 def test_the_page_shows_each_file_with_its_command_and_a_transcription_says_so(
     tmp_path: Path,
 ) -> None:
@@ -70,6 +73,7 @@ def test_the_page_shows_each_file_with_its_command_and_a_transcription_says_so(
     assert "bench/results/scale.json" in page
 
 
+@pytest.mark.services  # runs git or scripts/gen-docs
 def test_two_files_of_one_title_are_refused(tmp_path: Path) -> None:
     run = results.BenchRun.start(str(results.REPO_ROOT / "bench" / "gateway_bench.py"), [])
     run.write(tmp_path / "a.json", "Gateway", [])
