@@ -11,6 +11,7 @@ from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentStatus, FailureKind
 from gateway.types import (
     Answer,
+    InvalidQuery,
     Keywords,
     Mode,
     QueryParams,
@@ -26,6 +27,8 @@ from gateway.types import (
 from protos.kgstream.v1 import query_pb2 as pb
 
 _DEFAULTS = QueryParams(question="")
+DEFAULT_SEARCH_LIMIT = 20
+MAX_SEARCH_LIMIT = 200
 _QUERY_MODES = pb.QueryMode.DESCRIPTOR
 _STATUS_TO_PROTO: dict[DocumentStatus, pb.DocumentStatus] = {
     DocumentStatus.PENDING: pb.DOCUMENT_STATUS_PENDING,
@@ -121,6 +124,25 @@ def query_params_from(request: pb.QueryRequest) -> QueryParams:
         min_index_version=request.min_index_version,
         doc_ids=tuple(request.document_filter.doc_ids),
         file_path_prefix=prefix or None,
+    )
+
+
+def entity_search_request(text: str, limit: int, field: str) -> pb.QueryRequest:
+    """An entity search as a Retrieve: local mode with the text as its only keyword, so
+    exact names and aliases come first, then entity vectors, and no LLM is asked for
+    keywords. `field` names the text in the caller's request, for the error of an empty one."""
+    if not text.strip():
+        raise InvalidQuery(field, "must name what to search for")
+    if not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidQuery("limit", f"must be between 1 and {MAX_SEARCH_LIMIT}; got {limit}")
+    return pb.QueryRequest(
+        question=text,
+        mode=mode_to_proto(Mode.LOCAL),
+        low_level_keywords=[text],
+        high_level_keywords=[text],
+        top_k=limit,
+        chunk_top_k=1,
+        include_references=False,
     )
 
 

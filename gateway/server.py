@@ -3,7 +3,8 @@
 Queries go to the engine; graph and document look-ups read the Redis graph store
 directly; Ingest publishes to Kafka. Health checking (NOT_SERVING while a store cannot be
 reached: gateway/health.py) and reflection (v1 and v1alpha, with the protos' comments:
-gateway/reflection.py) are always on, so load balancers and `grpcurl` work. Binds
+gateway/reflection.py) are always on, so load balancers and `grpcurl` work. The HTTP API,
+when on, serves the same servicers as JSON routes and as MCP at /mcp. Binds
 127.0.0.1 unless told otherwise: exposing it is a deliberate choice, with TLS (a server
 certificate and key: `ServerOptions.tls_cert_path` / `tls_key_path`) and an auth token, or
 behind a proxy that terminates TLS.
@@ -22,10 +23,12 @@ from grpc_health.v1 import health, health_pb2_grpc
 
 from connectors.redis.ports import GraphRecords, IndexControl
 from gateway.auth import BearerTokenInterceptor
+from gateway.engine import DEFAULT_LIMITS
 from gateway.health import HealthCheck, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
+from gateway.types import RequestLimits
 from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 if TYPE_CHECKING:  # Starlette and uvicorn load only when the HTTP API is served
@@ -49,6 +52,8 @@ class ServerOptions:
     # The HTTP/JSON API (gateway/http/) beside gRPC, over the same services; None: off.
     http_address: str | None = None
     http_cors_origins: tuple[str, ...] = ()  # origins a browser may call it from; none: off
+    # The engine's request limits, which the MCP tools' schemas state (the engine enforces them).
+    request_limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
         host, colon, port = self.address.rpartition(":")
@@ -157,14 +162,30 @@ def serve(
         from gateway.http.app import HttpApi, HttpOptions, create_app
         from gateway.http.chat import chat_routes
         from gateway.http.server import serve_http
+        from gateway.mcp.http import MCP_REQUEST_HEADERS, MCP_RESPONSE_HEADERS, mcp_endpoint
+        from gateway.mcp.server import build_server
+        from gateway.mcp.servicers import LocalServicers
+        from gateway.mcp.tools import ToolLimits
 
         api = HttpApi(knowledge_graph, ingest, graph, control, lambda: not store_health.failing())
         http_options = HttpOptions(
             auth_token=options.auth_token,
             max_body_bytes=options.max_message_bytes,
             cors_origins=options.http_cors_origins,
+            cors_request_headers=MCP_REQUEST_HEADERS,
+            cors_response_headers=MCP_RESPONSE_HEADERS,
         )
-        app = create_app(api, http_options, chat_routes(knowledge_graph))
+        mcp_http = mcp_endpoint(
+            build_server(
+                LocalServicers(knowledge_graph, ingest, graph),
+                ToolLimits(options.request_limits, options.max_message_bytes),
+            ),
+            options.max_message_bytes,
+            options.http_cors_origins,
+        )
+        app = create_app(
+            api, http_options, chat_routes(knowledge_graph), [mcp_http.route], mcp_http.lifespan
+        )
         try:
             http = serve_http(app, options.http_address)
         except (OSError, ValueError):

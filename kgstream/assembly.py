@@ -218,20 +218,26 @@ def engine_options(settings: Settings, beside_indexer: bool) -> EngineOptions:
     )
 
 
-def serve_gateway(
-    settings: Settings, engine: Engine, stores: Stores, folder: Path | None = None
-) -> RunningServer:
-    """The gateway over `engine`, its health following Redis and the vector store. Ingest
-    writes into `folder` when the indexer watches one, else publishes to Kafka if set."""
-    producer: EventPublisher | None = None
+def build_publisher(settings: Settings, folder: Path | None = None) -> EventPublisher | None:
+    """Where Ingest publishes document changes: into `folder` when the indexer watches one,
+    else to the Kafka topic when one is set, else nowhere (Ingest then refuses)."""
     if folder is not None:
         from connectors.folder.publisher import FolderPublisher
 
-        producer = FolderPublisher(folder)
-    elif settings.kafka_bootstrap_servers:
+        return FolderPublisher(folder)
+    if settings.kafka_bootstrap_servers:
         from connectors.kafka.producer import DocumentEventProducer
 
-        producer = DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
+        return DocumentEventProducer(settings.kafka_bootstrap_servers, settings.kafka_topic)
+    return None
+
+
+def serve_gateway(
+    settings: Settings, engine: Engine, stores: Stores, folder: Path | None = None
+) -> RunningServer:
+    """The gateway over `engine`, its health following Redis and the vector store, its
+    Ingest publishing through `build_publisher`."""
+    producer = build_publisher(settings, folder)
     options = ServerOptions(
         address=settings.grpc_address,
         auth_token=settings.grpc_auth_token,
@@ -239,6 +245,7 @@ def serve_gateway(
         tls_key_path=settings.grpc_tls_key_path,
         http_address=settings.http_address or None,
         http_cors_origins=settings.http_cors_origins,
+        request_limits=settings.request_limits(),
     )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
     return serve(engine, stores.graph, stores.control, options, producer, health_checks=checks)

@@ -28,6 +28,7 @@ from kgstream.commands.inspection import (
     command_rebuild_vectors,
     command_status,
 )
+from kgstream.commands.mcp_stdio import command_mcp
 from kgstream.commands.retrying import command_retry_failed
 from kgstream.commands.serving import command_query, command_serve
 from kgstream.errors import RunCannotGoOn, UserError
@@ -115,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--grpc", default=None, help="HOST:PORT of a running gateway")
     query.add_argument("--top-k", type=int, default=None)
+
+    mcp = command(
+        "mcp",
+        "serve MCP over stdio for a desktop agent (of a running gateway, or of the stores)",
+    )
+    mcp.add_argument("--grpc", default=None, help="HOST:PORT of a running gateway")
+    mcp.add_argument(
+        "--watch", type=Path, default=None, help="with --data: upserts write into this folder"
+    )
+    mcp.add_argument(
+        "--kafka", default=None, help="with --data: upserts publish to this Kafka bootstrap"
+    )
+    mcp.add_argument("--topic", default=None, help="the Kafka topic (default from settings)")
 
     replay = command("replay", "rebuild the index from a Kafka topic, from offset 0, then exit")
     replay.add_argument("--kafka", default=None, help="Kafka bootstrap address")
@@ -227,6 +241,7 @@ COMMANDS = {
     "retry-failed": command_retry_failed,
     "serve": command_serve,
     "query": command_query,
+    "mcp": command_mcp,
 }
 
 

@@ -14,7 +14,8 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
@@ -36,7 +37,7 @@ from starlette.staticfiles import StaticFiles
 from connectors.redis.failures import failed_documents
 from connectors.redis.ports import GraphRecords, IndexControl
 from dataflow.core.documents import DocumentStatus
-from gateway.convert import mode_to_proto
+from gateway.convert import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, entity_search_request
 from gateway.http.auth import BearerTokenMiddleware
 from gateway.http.calls import HTTP_STATUS, CallFailed, HttpCall, error_body
 from gateway.http.messages import BadJson, from_json, to_json
@@ -45,7 +46,7 @@ from gateway.http.routes import ApiRoute
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
-from gateway.types import Mode
+from gateway.types import InvalidQuery
 from protos.kgstream.v1 import ingest_pb2, query_pb2
 
 T = TypeVar("T")
@@ -53,8 +54,6 @@ T = TypeVar("T")
 MAX_TIMEOUT_MS = 3_600_000
 EVENTS_POLL_SECONDS = 0.25  # how often /api/v1/events looks at the index version
 EVENTS_PING_SECONDS = 15.0  # an SSE comment keeps proxies from closing an idle stream
-DEFAULT_SEARCH_LIMIT = 20
-MAX_SEARCH_LIMIT = 200
 WEBUI_PACKAGE = "gateway.http"
 WEBUI_FOLDER = "webui"
 
@@ -66,6 +65,9 @@ class HttpOptions:
     auth_token: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024  # as the gRPC gateway's message limit
     cors_origins: tuple[str, ...] = ()  # none: CORS off (same-origin only)
+    # Headers beyond authorization and content-type that a browser may send, and read.
+    cors_request_headers: tuple[str, ...] = ()
+    cors_response_headers: tuple[str, ...] = ()
 
 
 class VersionWatch:
@@ -137,21 +139,11 @@ class HttpApi:
     # -- graph -----------------------------------------------------------------
 
     async def search_entities(self, request: Request) -> Response:
-        text = request.query_params.get("q", "")
         limit = _int_param(request, "limit", DEFAULT_SEARCH_LIMIT, 1, MAX_SEARCH_LIMIT)
-        if not text.strip():
-            return _bad_request("q", "must name what to search for")
-        # A local-mode retrieval with the text as its only keyword: exact names and aliases
-        # first, then entity vectors (gateway/engine.py), without an LLM call.
-        message = query_pb2.QueryRequest(
-            question=text,
-            mode=mode_to_proto(Mode.LOCAL),
-            low_level_keywords=[text],
-            high_level_keywords=[text],
-            top_k=limit,
-            chunk_top_k=1,
-            include_references=False,
-        )
+        try:
+            message = entity_search_request(request.query_params.get("q", ""), limit, "q")
+        except InvalidQuery as error:
+            return _bad_request(error.field, error.detail)
         result = await _call(request, self.knowledge_graph.Retrieve, message)
         if isinstance(result, Response):
             return result
@@ -420,14 +412,22 @@ class HttpApi:
 
 
 def create_app(
-    api: HttpApi, options: HttpOptions, extra_routes: list[ApiRoute] | None = None
+    api: HttpApi,
+    options: HttpOptions,
+    extra_routes: list[ApiRoute] | None = None,
+    mounts: Sequence[BaseRoute] = (),
+    lifespan: Callable[[Any], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
-    """The ASGI app: `api`'s routes (and `extra_routes`), /openapi.json and the web UI."""
+    """The ASGI app: `api`'s routes (and `extra_routes`), /openapi.json and the web UI.
+
+    `mounts`: other ASGI endpoints at their paths, outside the OpenAPI document (the MCP
+    endpoint), and `lifespan` what they need running while the app serves."""
     table = api.routes() + list(extra_routes or ())
     document = openapi_document(table)
     routes: list[BaseRoute] = [
         Route(route.path, route.endpoint, methods=[route.method]) for route in table
     ]
+    routes.extend(mounts)
     routes.append(Route("/openapi.json", lambda _: JSONResponse(document), methods=["GET"]))
     webui = resources.files(WEBUI_PACKAGE) / WEBUI_FOLDER
     if webui.is_dir() and (webui / "index.html").is_file():
@@ -441,7 +441,8 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(options.cors_origins),
                 allow_methods=["GET", "POST", "PUT", "DELETE"],
-                allow_headers=["authorization", "content-type"],
+                allow_headers=["authorization", "content-type", *options.cors_request_headers],
+                expose_headers=list(options.cors_response_headers),
             )
         )
     if options.auth_token:
@@ -450,6 +451,7 @@ def create_app(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: _http_exception, _Rejected: _rejected},
+        lifespan=lifespan,
     )
     app.state.max_body_bytes = options.max_body_bytes
     return app

@@ -1,10 +1,11 @@
 """The gateway's bearer token on the HTTP API, as an ASGI middleware.
 
 The same token as gRPC (`gateway/auth.py`, same checks and messages) guards every route
-under /api/ and /v1/; the web UI's files, /healthz and /openapi.json stay open, as health
-and reflection do on gRPC. The server-sent event stream of index changes also takes the
-token as `?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot
-set headers; no other route does, so tokens do not end up in URLs and logs needlessly.
+under /api/ and /v1/, and the MCP endpoint /mcp; the web UI's files, /healthz and
+/openapi.json stay open, as health and reflection do on gRPC. The server-sent event stream
+of index changes also takes the token as `?access_token=` (RFC 6750 section 2.3), because a
+browser's EventSource cannot set headers; no other route does, so tokens do not end up in
+URLs and logs needlessly.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from gateway.auth import bearer_token_problem
 from gateway.http.calls import error_body
 
 GUARDED_PREFIXES = ("/api/", "/v1/")
+GUARDED_PATHS = frozenset({"/mcp"})  # the MCP endpoint (gateway/mcp/http.py)
+JSONRPC_INVALID_REQUEST = -32600
 QUERY_TOKEN_PATHS = frozenset({"/api/v1/events"})
 
 
@@ -39,7 +42,7 @@ class BearerTokenMiddleware:
             await self.app(scope, receive, send)
             return
         response = JSONResponse(
-            error_body(grpc.StatusCode.UNAUTHENTICATED, problem, ""),
+            _error(scope["path"], problem),
             status_code=401,
             headers={"WWW-Authenticate": 'Bearer realm="kgstream"'},
         )
@@ -48,7 +51,8 @@ class BearerTokenMiddleware:
     @staticmethod
     def _guarded(scope: Scope) -> bool:
         path: str = scope["path"]
-        return scope["method"] != "OPTIONS" and path.startswith(GUARDED_PREFIXES)
+        guarded = path.startswith(GUARDED_PREFIXES) or path.rstrip("/") in GUARDED_PATHS
+        return scope["method"] != "OPTIONS" and guarded
 
     def _problem(self, scope: Scope) -> str | None:
         header = next(
@@ -61,3 +65,12 @@ class BearerTokenMiddleware:
                     return None
                 return "the access_token is not valid"
         return bearer_token_problem(header, self._expected, "header")
+
+
+def _error(path: str, problem: str) -> dict[str, object]:
+    """The body of a 401: the API's error, or for MCP a JSON-RPC error, which MCP clients
+    show with its message (they reduce any other body to its status)."""
+    if path.rstrip("/") in GUARDED_PATHS:
+        error = {"code": JSONRPC_INVALID_REQUEST, "message": problem}
+        return {"jsonrpc": "2.0", "id": None, "error": error}
+    return error_body(grpc.StatusCode.UNAUTHENTICATED, problem, "")

@@ -67,7 +67,7 @@ def serve_http(app: ASGIApp, address: str) -> RunningHttpServer:
         log_config=None,  # kgstream's logging (kgstream/logs.py) stays as it is
         log_level=logging.WARNING,
         access_log=False,
-        lifespan="off",
+        lifespan="on",  # the app's lifespan runs what its mounts need (the MCP endpoint's)
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         server_header=False,
     )

@@ -113,7 +113,7 @@ def _query_gateway(address: str, request: Any, context_only: bool, settings: Set
     metadata = []
     if settings.grpc_auth_token:
         metadata.append(("authorization", f"Bearer {settings.grpc_auth_token}"))
-    with _gateway_channel(address, settings) as channel:
+    with gateway_channel(address, settings) as channel:
         stub = query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
         try:
             if context_only:
@@ -127,7 +127,7 @@ def _query_gateway(address: str, request: Any, context_only: bool, settings: Set
             ) from None
 
 
-def _gateway_channel(address: str, settings: Settings) -> Any:
+def gateway_channel(address: str, settings: Settings) -> Any:
     """A channel to the gateway: TLS when the gateway's certificate is set (trusted as the
     root: a self-signed one works), plaintext otherwise."""
     import grpc
