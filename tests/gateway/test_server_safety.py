@@ -412,14 +412,21 @@ class FinishLine:
             self.ended.release()
 
 
+def watched_engine(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> tuple[FinishLine, CountingEmbedder]:
+    """An engine that asks the test LLM for keywords, saying when each call ended, and the
+    embedder it counts the texts of (to see where an abandoned call stopped)."""
+    embedder = CountingEmbedder(corpus.embedder)
+    client = ChatClient(LLMOptions(base_url=llm_server.base_url, model="m", max_retries=0))
+    engine = QueryEngine(corpus.stores, embedder, TOKENIZER, LLMKeywordExtractor(client))
+    return FinishLine(engine), embedder
+
+
 def test_a_call_the_client_left_stops_before_embedding_the_question(
     corpus: Corpus, llm_server: OpenAICompatibleServer
 ) -> None:
-    embedder = CountingEmbedder(corpus.embedder)
-    client = ChatClient(LLMOptions(base_url=llm_server.base_url, model="m", max_retries=0))
-    engine = FinishLine(
-        QueryEngine(corpus.stores, embedder, TOKENIZER, LLMKeywordExtractor(client))
-    )
+    engine, embedder = watched_engine(corpus, llm_server)
     with running_gateway(engine, corpus.stores.graph) as (_, channel):  # type: ignore[arg-type]
         stub = query_pb2_grpc.KnowledgeGraphStub(channel)
         for how in ("deadline", "cancel"):

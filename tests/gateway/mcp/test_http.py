@@ -6,7 +6,7 @@ and a client that leaves mid-call."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,19 +20,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from connectors.folder.publisher import FolderPublisher
-from connectors.llm.client import ChatClient, LLMOptions
-from gateway.engine import QueryEngine
 from gateway.http.messages import to_json
-from gateway.keywords import LLMKeywordExtractor
 from gateway.server import RunningServer
 from gateway.types import MODE_NAMES, CallAbandoned
 from protos.kgstream.v1 import query_pb2 as pb
 from protos.kgstream.v1 import query_pb2_grpc
-from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import ANSWER, QUESTION, http_gateway, new_engine
-from tests.gateway.test_server_safety import CountingEmbedder, FinishLine
+from tests.gateway.test_server_safety import watched_engine
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.wait import wait_until
 
@@ -52,23 +47,6 @@ TOOLS = {
     "wait_for_version",
     "status",
 }
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    watched = tmp_path / "watched"
-    watched.mkdir()
-    return watched
-
-
-@pytest.fixture
-def gateway(
-    corpus: Corpus, llm_server: OpenAICompatibleServer, folder: Path
-) -> Iterator[RunningServer]:
-    llm_server.default_reply = ANSWER
-    engine = new_engine(corpus, llm_server)
-    with http_gateway(engine, corpus.stores.graph, FolderPublisher(folder)) as server:
-        yield server
 
 
 def url_of(server: RunningServer) -> str:
@@ -374,35 +352,45 @@ def test_a_browser_page_from_another_origin_is_refused(gateway: RunningServer) -
 # -- a client that leaves -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_a_client_that_disconnects_mid_call_stops_the_work(
-    corpus: Corpus, llm_server: OpenAICompatibleServer, mode: str
+def leaving_mid_call_stops_the_work(
+    corpus: Corpus,
+    llm_server: OpenAICompatibleServer,
+    connect: Callable[[RunningServer], Client],
+    tag: str,
+    stall_seconds: float = 3.0,
 ) -> None:
-    embedder = CountingEmbedder(corpus.embedder)
-    client = ChatClient(LLMOptions(base_url=llm_server.base_url, model="m", max_retries=0))
-    engine = FinishLine(
-        QueryEngine(corpus.stores, embedder, TOKENIZER, LLMKeywordExtractor(client))
-    )
-    question = f"Who leads the Atlas Project? ({mode})"
+    """A client that asks `retrieve`, then leaves (its call and its connection end) while
+    the engine waits for the keyword call: the engine stops before embedding anything."""
+    engine, embedder = watched_engine(corpus, llm_server)
+    question = f"Who leads the Atlas Project? ({tag})"
     with http_gateway(engine, corpus.stores.graph) as server:  # type: ignore[arg-type]
-        llm_server.stall_next(3.0)  # the keyword call outlasts the client
+        llm_server.stall_next(stall_seconds)  # the keyword call outlasts the client
 
         async def leave_mid_call() -> None:
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tasks:
 
                     async def ask() -> None:
-                        async with Client(url_of(server), mode=mode) as mcp_client:
+                        async with connect(server) as mcp_client:
                             await mcp_client.call_tool("retrieve", {"question": question})
 
                     tasks.start_soon(ask)
                     await anyio.to_thread.run_sync(
-                        lambda: wait_until(lambda: llm_server.in_flight == 1, 30, "the call")
+                        lambda: wait_until(lambda: llm_server.in_flight == 1, 60, "the call")
                     )
-                    scope.cancel()  # the client leaves: its call and its connection end
+                    scope.cancel()
 
         anyio.run(leave_mid_call)
         assert engine.ended.acquire(timeout=30), "the engine call never ended"
     assert isinstance(engine.errors[-1], CallAbandoned), engine.errors
     assert str(engine.errors[-1]).endswith("before embedding the question and keywords")
-    assert not [text for text in embedder.texts if mode in text]
+    assert not [text for text in embedder.texts if f"({tag})" in text]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_client_that_disconnects_mid_call_stops_the_work(
+    corpus: Corpus, llm_server: OpenAICompatibleServer, mode: str
+) -> None:
+    leaving_mid_call_stops_the_work(
+        corpus, llm_server, lambda server: Client(url_of(server), mode=mode), mode
+    )
