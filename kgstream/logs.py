@@ -92,6 +92,7 @@ LIBRARY_LOGGERS = (
     "openai",
     "grpc",
     "qdrant_client",
+    "mcp",  # the MCP SDK logs its HTTP session manager's start and stop at INFO
 )
 
 

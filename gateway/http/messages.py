@@ -15,7 +15,9 @@ names ("mix"), or the enum's names and numbers.
 from __future__ import annotations
 
 import base64
+import functools
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
@@ -56,29 +58,54 @@ class BadJson(ValueError):
 def to_json(message: Message) -> dict[str, Any]:
     """`message` as the API's JSON object (see the module docstring)."""
     return {
-        field.name: _field_to_json(field, getattr(message, field.name))
-        for field in message.DESCRIPTOR.fields
-        if field.containing_oneof is None or message.HasField(field.name)
+        name: convert(getattr(message, name))
+        for name, convert, in_oneof in _converters(message.DESCRIPTOR)
+        if not in_oneof or message.HasField(name)
     }
 
 
-def _field_to_json(field: FieldDescriptor, value: Any) -> Any:
-    if field.is_repeated:
-        return [_value_to_json(field, item) for item in value]
-    return _value_to_json(field, value)
+@functools.cache
+def _converters(
+    descriptor: Descriptor,
+) -> tuple[tuple[str, Callable[[Any], Any], bool], ...]:
+    """Per field of a message type: its name, what turns its value into JSON, and whether
+    it is in a oneof (then shown only when set). Worked out once per type: a retrieval's
+    reply holds thousands of values, and most are strings that stay as they are."""
+    return tuple(
+        (field.name, _field_converter(field), field.containing_oneof is not None)
+        for field in descriptor.fields
+    )
 
 
-def _value_to_json(field: FieldDescriptor, value: Any) -> Any:
-    if field.type == FieldDescriptor.TYPE_MESSAGE:
-        return to_json(value)
-    if field.type == FieldDescriptor.TYPE_ENUM:
-        named = field.enum_type.values_by_number.get(value)
-        return named.name if named is not None else value
-    if field.type == FieldDescriptor.TYPE_BYTES:
-        return base64.b64encode(value).decode("ascii")  # proto3 JSON's form for bytes
-    if field.type in _INT64_TYPES:
-        return int(value)
+def _field_converter(field: FieldDescriptor) -> Callable[[Any], Any]:
+    convert = _value_converter(field)
+    if not field.is_repeated:
+        return convert
+    if convert is _as_is:
+        return list
+    return lambda values: [convert(value) for value in values]
+
+
+def _as_is(value: Any) -> Any:
     return value
+
+
+def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any]:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return to_json
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        values = field.enum_type.values_by_number
+
+        def enum_to_json(value: Any) -> Any:
+            named = values.get(value)
+            return named.name if named is not None else value
+
+        return enum_to_json
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return lambda value: base64.b64encode(value).decode("ascii")  # proto3 JSON's bytes
+    if field.type in _INT64_TYPES:
+        return int
+    return _as_is
 
 
 def from_json(body: Any, message_type: type[M]) -> M:

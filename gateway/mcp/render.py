@@ -1,6 +1,13 @@
 """What an MCP tool returns: the reply as JSON (`structuredContent`, and the same JSON as
-text for clients that read only text), or, for the answers and contexts an agent reads
-as prose, a text made for reading with the JSON beside it."""
+text for clients that read only text); or, for the answers and contexts a model reads, a
+text made for reading, with the part a program acts on as JSON beside it (the references
+and the index version).
+
+The context goes to the model once, as text: the whole retrieval as JSON beside it was
+three times the text's size (the records' scores, ids and sources), and parsing and
+validating it, on both sides of the call, cost more than the call's own work. The full
+reply as JSON is gRPC's `Retrieve` and the HTTP API's POST /api/v1/retrieve.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +19,6 @@ from gateway.http.chat import with_references
 from gateway.http.messages import to_json
 from protos.kgstream.v1 import query_pb2 as pb
 
-CONTEXT_CHUNK_CHARS = 2000  # of each chunk's text in a rendered context (the JSON has all)
-
 
 @dataclass(frozen=True)
 class ToolOutput:
@@ -22,13 +27,24 @@ class ToolOutput:
 
 
 def as_json(data: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(json.dumps(data, ensure_ascii=False, indent=1), data)
+    return ToolOutput(json.dumps(data, ensure_ascii=False), data)
+
+
+def _references(result: pb.RetrievalResult) -> list[dict[str, Any]]:
+    return [to_json(reference) for reference in result.references]
 
 
 def answer_output(reply: pb.QueryResponse) -> ToolOutput:
     """The answer, ending with its numbered references, and the index version it reflects."""
     text = with_references(reply.answer, reply.context.references)
-    return ToolOutput(f"{text}\n\n(index version {reply.index_version})", to_json(reply))
+    data = {
+        "answer": reply.answer,
+        "references": _references(reply.context),
+        "index_version": reply.index_version,
+        "llm_configured": reply.llm_configured,
+        "cached": reply.cached,
+    }
+    return ToolOutput(f"{text}\n\n(index version {reply.index_version})", data)
 
 
 def context_output(result: pb.RetrievalResult) -> ToolOutput:
@@ -59,16 +75,19 @@ def context_output(result: pb.RetrievalResult) -> ToolOutput:
         for chunk in result.chunks:
             marker = reference_of.get(chunk.chunk_id)
             tag = f"[{marker}] " if marker is not None else ""
-            text = chunk.text
-            if len(text) > CONTEXT_CHUNK_CHARS:
-                text = text[:CONTEXT_CHUNK_CHARS] + " ..."
-            lines.append(f"{tag}{chunk.file_path}: {text}")
+            lines.append(f"{tag}{chunk.file_path}: {chunk.text}")
     if result.references:
         lines += ["", "References:"]
         lines += [f"[{r.reference_id}] {r.file_path}" for r in result.references]
     if not (result.entities or result.relations or result.chunks):
         lines.append("Nothing in the index matches.")
-    return ToolOutput("\n".join(lines), to_json(result))
+    data = {
+        "mode": pb.QueryMode.Name(result.mode),
+        "keywords": to_json(result.keywords),
+        "references": _references(result),
+        "index_version": result.index_version,
+    }
+    return ToolOutput("\n".join(lines), data)
 
 
 def document_text(document: pb.Document, chunk_texts: dict[str, str] | None) -> str:

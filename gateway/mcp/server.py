@@ -162,8 +162,11 @@ def build_server(servicers: Servicers, limits: ToolLimits = DEFAULT_TOOL_LIMITS)
             )
         return types.ReadResourceResult(contents=list(contents))
 
+    schemas = {tool.name: tool.input_schema for tool in listed}  # for Mcp-Param-* headers
+
     return Server(
         "kgstream",
+        get_tool_input_schema=schemas.get,
         version=_version(),
         title="kgstream",
         description="A live LightRAG-style knowledge graph over your documents",

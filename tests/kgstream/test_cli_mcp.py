@@ -137,7 +137,7 @@ def read_your_writes(agent: Agent, folder: Path, doc_id: str, person: str) -> No
     )
     assert agent.error("get_entity", {"name": person}).startswith(f"no entity {person!r}")
     context = agent.ok("retrieve", {"question": f"Who did {person} write notes on?"})
-    assert doc_id not in {chunk["doc_id"] for chunk in context["chunks"]}
+    assert doc_id not in {reference["file_path"] for reference in context["references"]}
 
 
 @pytest.mark.services
@@ -208,7 +208,7 @@ def test_mcp_over_stdio_opens_the_stores_with_data(env, tmp_path: Path) -> None:
 
         assert agent.use(read).contents[0].text == DOCS["people/carla.md"]
         context = agent.ok("retrieve", {"question": "Who leads the Atlas Project?"})
-        assert context["chunks"][0]["doc_id"] == "people/carla.md"
+        assert context["references"][0]["file_path"] == "people/carla.md"
         assert agent.ok("get_entity", {"name": "Carla Diaz"})["entity"]["name"] == "Carla Diaz"
         published = agent.ok("upsert_document", {"doc_id": "notes/new.md", "content": "New."})
         assert published["topic"] == f"folder:{folder.resolve()}"

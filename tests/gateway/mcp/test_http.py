@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from gateway.http.messages import to_json
+from gateway.mcp.render import context_output
 from gateway.server import RunningServer
 from gateway.types import MODE_NAMES, CallAbandoned
 from protos.kgstream.v1 import query_pb2 as pb
@@ -129,19 +130,13 @@ def test_query_answers_with_numbered_references_and_the_index_version(
     assert "References:\n- [1] " in text and text.endswith(f"(index version {version})")
     data = result.structured_content
     assert data["answer"] == ANSWER and data["index_version"] == version
-    assert data["context"]["mode"] == "QUERY_MODE_HYBRID"
-    assert data["context"]["references"][0]["reference_id"] == 1
+    assert data["llm_configured"] and data["references"][0]["reference_id"] == 1
+    assert data["references"][0]["file_path"] in text
 
 
 def test_each_look_up_returns_what_the_grpc_servicer_returns(gateway: RunningServer) -> None:
     url = url_of(gateway)
     cases = [
-        (
-            "retrieve",
-            {"question": QUESTION, "mode": "local", "top_k": 5},
-            "Retrieve",
-            pb.QueryRequest(question=QUESTION, mode=pb.QUERY_MODE_LOCAL, top_k=5),
-        ),
         ("get_entity", {"name": "carla diaz"}, "GetEntity", pb.GetEntityRequest(name="Carla Diaz")),
         (
             "get_relation",
@@ -172,8 +167,13 @@ def test_each_look_up_returns_what_the_grpc_servicer_returns(gateway: RunningSer
         result = call(url, tool, arguments)
         assert not result.is_error, (tool, result)
         assert result.structured_content == to_json(grpc_reply(gateway, method, request)), tool
-    context = call(url, "retrieve", {"question": QUESTION, "mode": "local"}).content[0].text
-    assert "Carla Diaz" in context and "References:\n[1] " in context
+    retrieved = call(url, "retrieve", {"question": QUESTION, "mode": "local", "top_k": 5})
+    request = pb.QueryRequest(question=QUESTION, mode=pb.QUERY_MODE_LOCAL, top_k=5)
+    expected = context_output(grpc_reply(gateway, "Retrieve", request))
+    assert retrieved.content[0].text == expected.text
+    assert retrieved.structured_content == expected.data
+    assert "- Carla Diaz (" in expected.text and "References:\n[1] " in expected.text
+    assert expected.data["mode"] == "QUERY_MODE_LOCAL" and expected.data["references"]
 
 
 def test_search_entities_status_and_wait_for_version(
