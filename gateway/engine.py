@@ -127,8 +127,9 @@ class _QueryVectors:
 
     An embedder spends its time outside the GIL (onnxruntime, an HTTP call), so the
     background costs a graph mode little wall time, as long as it is one call at a time:
-    concurrent onnxruntime runs fight the lanes for the cores (measured on 2 cores, mix:
-    p95 49.8 ms one at a time, 58.7 concurrently, 55.2 as one batch, 57.8 all up front)."""
+    concurrent onnxruntime runs fight the lanes for the cores, and on a small machine one
+    at a time gives a lower p95 than concurrent runs, one batch or all up front
+    (docs/decisions/0022-retrieval.md)."""
 
     def __init__(self, embedder: Embedder, texts: Sequence[str], pool: ThreadPoolExecutor) -> None:
         self._vectors: dict[str, Sequence[float]] = {}
@@ -584,8 +585,9 @@ class QueryEngine:
         call.check("the chunk searches")
         search = ChunkSearch(stores, question, vectors[question], scope, version)
         # Only relations the global lane found by their keywords cite chunks into the ranking:
-        # one-hop relations are ranked by degree, so their chunks lean to hubs (measured:
-        # local all_gold@10 0.69 with them, 0.90 without, on the dev set).
+        # one-hop relations are ranked by degree, so their chunks lean to hubs (on the dev
+        # set, bench/retrieval_eval.py, local mode finds both gold passages far less often
+        # with them).
         searched = {relation.record.pair for relation in far.relations}
         found = [relation for relation in relations if relation.record.pair in searched]
         ranked = self._rank_chunks(plan, search, entities, found, params.chunk_top_k)

@@ -1,7 +1,7 @@
 """Server reflection that shows the protos' comments, as grpc.reflection.v1 and v1alpha.
 
 grpcio-reflection (1.85) serves each file as the generated module's descriptor, which
-protoc strips of comments, so `grpcurl describe` showed no defaults or ranges; and it
+protoc strips of comments, so `grpcurl describe` would show no defaults or ranges; and it
 serves only v1alpha, while current clients ask for v1 first. This servicer answers from
 the same descriptor pool (so every symbol the server knows resolves), but hands out our
 files as `protos/kgstream/v1/descriptors.binpb` has them: with their source info (written

@@ -178,10 +178,10 @@ def build_components(
     )
 
 
-# Retrievals at once in `kgstream run` (unless max_concurrent_retrievals is set): with 8
-# clients querying, freshness p50 / p95 on the 1,000-document index went from 5.1 / 7.5 s
-# unbounded to 1.5 / 2.3 s with 2 and 1.1 / 1.8 s with 1, for 18, 16 and 14 Retrieve calls/s
-# (bench/indexer_bench.py --only fresh-folder --query-clients 8; README, Benchmarks).
+# Retrievals at once in `kgstream run` (unless max_concurrent_retrievals is set): one keeps
+# edits visible within seconds under a query load, for somewhat fewer queries answered per
+# second (docs/decisions/0024-retrieval-slots.md; bench/indexer_bench.py --only fresh-folder
+# --query-clients 8 measures it).
 RETRIEVALS_BESIDE_INDEXER = 1
 
 

@@ -4,11 +4,14 @@ generated pages as their generators write them, and every headline figure in its
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -20,6 +23,7 @@ PAGES = sorted(
     [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").rglob("*.md")]
 )
 GENERATED = ("docs/settings.md", "docs/benchmarks.md")
+SETTINGS_PAGE = ROOT / "scripts" / "settings_page.py"
 
 _FENCE = re.compile(r"^(```|~~~)")
 # A commit hash as people paste it: 7 to 40 hex digits standing alone, with at least one digit
@@ -254,6 +258,38 @@ def test_no_page_cites_what_lies_outside_the_repository(page: Path) -> None:
         if pattern.search(line)
     ]
     assert cited == []
+
+
+def settings_page() -> ModuleType:
+    """scripts/settings_page.py, the generator of docs/settings.md, as a module (registered,
+    as its dataclasses need)."""
+    if "settings_page" in sys.modules:
+        return sys.modules["settings_page"]
+    spec = importlib.util.spec_from_file_location("settings_page", SETTINGS_PAGE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_setting_says_what_it_means() -> None:
+    page = settings_page()
+    fields = page.read_fields(page.SOURCE.read_text(encoding="utf-8"))
+    assert [field.name for field in fields if not field.meaning] == []
+
+
+def test_a_setting_without_a_comment_stops_the_settings_page() -> None:
+    page = settings_page()
+    lines = page.SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
+    field = next(i for i, line in enumerate(lines) if line.startswith("    workspace: "))
+    above = field
+    while lines[above - 1].lstrip().startswith("#"):
+        above -= 1
+    assert above < field, "the test expects a comment above `workspace`"
+    del lines[above:field]
+    with pytest.raises(SystemExit, match=r"no comment on the setting\(s\) workspace: "):
+        page.read_fields("".join(lines))
 
 
 @pytest.mark.services  # runs git or scripts/gen-docs

@@ -20,8 +20,8 @@ move a text's vector.
 Int8 products: the package's file is int8 only in storage (onnxruntime turns its weights back
 into floats at load and multiplies in fp32). By default (``quantized=True``) kgstream runs a copy
 made with onnxruntime's dynamic quantization (int8 weights per output channel, activations
-quantized per run), which embeds 1.5-1.7x faster on this CPU at cosine 0.99 to the shipped
-model's vectors (retrieval figures: docs/design.md). The copy is made once from the installed
+quantized per run), which embeds about 1.5x faster at cosine 0.99 to the shipped model's
+vectors (docs/decisions/0015-int8-minilm.md). The copy is made once from the installed
 file, deterministically, into the model cache (`model_cache_dir`), and named by what it was
 made from; making it needs the ``onnx`` package, which only that step imports.
 
@@ -30,9 +30,9 @@ tiktoken tokens, so a truncated chunk vector would say nothing about its last th
 and naive/mix retrieval would miss it. By default (``long_text="windows"``) a longer text is cut
 into overlapping windows of at most 256 tokens on word boundaries, every window is embedded as
 a text of its own, and the text's vector is the L2-normalised mean of its window vectors,
-weighted by window length. A text that fits in one window takes exactly the old path, so its
-vector is bit-identical to the truncating pipeline's. ``long_text="truncate"`` keeps the old
-behaviour (only the first window).
+weighted by window length. A text that fits in one window takes exactly the truncating path,
+so its vector is bit-identical to the truncating pipeline's. ``long_text="truncate"`` embeds
+only the first window, as sentence-transformers does.
 """
 
 from __future__ import annotations
@@ -116,11 +116,10 @@ class LocalEmbeddingOptions:
 
     ``quantized`` runs the dynamically quantized copy of the model (see the module docstring),
     made once into ``cache_dir`` (None: `model_cache_dir`); False runs the shipped file as it
-    is (the vectors of indexes built before December 4, 2026). The quantized model embeds every
-    run (a text, or a window of one) in a call of its own, since it quantizes a call's
-    activations with one scale: ``batch_size`` and ``max_batch_tokens`` then do not apply.
-    Measured here, 2 threads: 600 texts of 5-40 words, 260 texts/s one at a time against 242
-    for the shipped model batched (400 quantized and batched, which is not exact).
+    is, whose vectors are another space than the copy's. The quantized model embeds every run
+    (a text, or a window of one) in a call of its own, since it quantizes a call's activations
+    with one scale: ``batch_size`` and ``max_batch_tokens`` then do not apply. Unbatched it is
+    still faster than the shipped model batched (docs/decisions/0015-int8-minilm.md).
     """
 
     threads: int = 1
@@ -326,8 +325,8 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     session_options.intra_op_num_threads = options.threads
     session_options.inter_op_num_threads = 1
     # Idle pool threads sleep instead of spinning: by default they busy-wait after every
-    # run, keeping a core spinning that redis-server, Qdrant Edge and the dataflow need
-    # (on 2 busy cores that made Retrieve 2.5x slower; docs/design.md has the figures).
+    # run, keeping a core spinning that redis-server, Qdrant Edge and the dataflow need (on
+    # a small machine that slows every Retrieve; docs/decisions/0015-int8-minilm.md).
     session_options.add_session_config_entry(_ALLOW_SPINNING, "0")
     session_options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

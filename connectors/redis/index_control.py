@@ -116,7 +116,7 @@ class RedisIndexControl:
 
     def snapshot_dictionary(self) -> bytes | None:
         """The dictionary the indexer packs its small recovery snapshots with, if it has
-        one (dataflow/core/snapshots.py). It is kept here, not in the recovery database,
+        one (dataflow/state/codec.py). It is kept here, not in the recovery database,
         because every process of a cluster reads this store, and any of them may restore a
         key another one snapshotted."""
         encoded = self._client.get(self.keys.snapshot_dictionary)

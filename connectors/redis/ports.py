@@ -27,9 +27,9 @@ from dataflow.core.documents import DocumentRecord, DocumentStatus
 
 
 class GraphFormatError(RuntimeError):
-    """The workspace holds records in a layout this kgstream does not read (one from an
-    older kgstream): they are refused, never read with guesses, and the message names the
-    commands that rebuild the index."""
+    """The workspace holds records in a layout this kgstream does not read (another
+    kgstream version's): they are refused, never read with guesses, and the message names
+    the commands that rebuild the index."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def test_defaults_are_lightrag_chunking_and_embedded_stores():
 
 def test_no_summary_waits_for_a_coalescing_window_unless_one_is_set():
     # A held render stalls the dataflow's input until it is released, and the window saved
-    # no LLM call in the measured workloads (docs/design.md, "Coalesced summaries").
+    # no LLM call in the measured workloads (docs/decisions/0025-no-summary-window-by-default.md).
     assert load_settings({}).summary_coalesce_seconds == 0
     windowed = load_settings({}, None, {"summary_coalesce_seconds": 0.5})
     assert windowed.summary_coalesce_seconds == 0.5

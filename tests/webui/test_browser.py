@@ -1,5 +1,5 @@
-"""The web UI in a real browser (issue 14 item 4): `kgstream run` watches a copy of the sample
-corpus and serves the UI; node/browser_flow.mjs drives Debian's Chromium through it (search,
+"""The web UI in a real browser: `kgstream run` watches a copy of the sample corpus and
+serves the UI; node/browser_flow.mjs drives Debian's Chromium through it (search,
 expand, a mix query with references, a live update after a file edit and after its undo, a
 document containing <script> shown as text, retry failed and delete), with auth on.
 Screenshots of each step go to $KGSTREAM_TEST_ARTIFACTS/webui (or tests/artifacts/webui)."""
