@@ -248,15 +248,15 @@ class DocumentRoutes:
                     ["texts", index], "texts cannot contain empty or whitespace-only entries"
                 )
         sources = [source.strip() for source in fields.strings("file_sources") or ()]
-        if sources and len(sources) != len(texts):
-            fields.fail(
-                ["file_sources"],
-                f"must give one file_source for each text ({len(texts)} texts, {len(sources)} "
-                "file_sources), or none",
-            )
         for index, source in enumerate(sources):
             _check_source(fields, ["file_sources", index], source)
         fields.check()
+        if sources and len(sources) != len(texts):
+            raise Refused(
+                400,
+                f"A valid file_source is required for each text: {len(texts)} texts, "
+                f"{len(sources)} file_sources (give one for each, or none)",
+            )
         ids = [
             (sources[i] if sources and sources[i] else content_doc_id(text), i)
             for i, text in enumerate(texts)
