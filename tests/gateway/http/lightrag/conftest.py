@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -78,3 +79,15 @@ def lightrag_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runnin
 def lightrag(lightrag_server: RunningKgstream) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=lightrag_server.url, timeout=60) as client:
         yield client
+
+
+def settled(lightrag: httpx.Client, track_id: str, count: int) -> dict[str, Any]:
+    """The track once its `count` documents are all PROCESSED or FAILED."""
+
+    def done() -> dict[str, Any] | None:
+        body: dict[str, Any] = lightrag.get(f"/documents/track_status/{track_id}").json()
+        statuses = [d["status"] for d in body["documents"]]
+        finished = len(statuses) == count and set(statuses) <= {"processed", "failed"}
+        return body if finished else None
+
+    return wait_until(done, 60, f"track {track_id} to settle")

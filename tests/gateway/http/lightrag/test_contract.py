@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.gateway.http.lightrag import examples as ex
-from tests.gateway.http.lightrag.conftest import RunningKgstream
+from tests.gateway.http.lightrag.conftest import RunningKgstream, settled
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.services  # the package's fixture runs `kgstream run`
@@ -35,18 +35,6 @@ def ndjson_lines(reply: httpx.Response) -> list[dict[str, Any]]:
     assert reply.status_code == 200, reply.text
     assert reply.headers["content-type"].startswith("application/x-ndjson")
     return [json.loads(line) for line in reply.text.splitlines() if line.strip()]
-
-
-def settled(lightrag: httpx.Client, track_id: str, count: int) -> dict[str, Any]:
-    """The track once its `count` documents are all PROCESSED or FAILED."""
-
-    def done() -> dict[str, Any] | None:
-        body = lightrag.get(f"/documents/track_status/{track_id}").json()
-        statuses = [d["status"] for d in body["documents"]]
-        finished = len(statuses) == count and set(statuses) <= {"processed", "failed"}
-        return body if finished else None
-
-    return wait_until(done, 60, f"track {track_id} to settle")
 
 
 # -- /query, /query/stream, /query/data ------------------------------------------------
