@@ -78,6 +78,7 @@ def lightrag_routes(api: HttpApi) -> list[ApiRoute]:
             "delete every document (needs ?confirm=delete-all-documents)",
         ),
         route("POST", "/documents/paginated", documents.paginated, "a page of documents"),
+        route("GET", "/documents/status_counts", documents.status_counts, "documents by status"),
         route(
             "GET", "/documents/pipeline_status", documents.pipeline_status, "the indexer's state"
         ),

@@ -418,6 +418,9 @@ class DocumentRoutes:
         counts["all"] = sum(counts.values())
         return counts
 
+    async def status_counts(self, request: Request) -> Response:
+        return JSONResponse({"status_counts": await self._counts(request)})
+
     async def list_documents(self, request: Request) -> Response:
         message = pb.ListDocumentsRequest(page_size=MAX_LISTED_DOCUMENTS)
         reply = await invoke(request, self.api.knowledge_graph.ListDocuments, message)

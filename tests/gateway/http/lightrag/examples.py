@@ -289,6 +289,7 @@ PAGINATED_RESPONSE: dict[str, Any] = {
         "all": 155,
     },
 }
+STATUS_COUNTS_RESPONSE: dict[str, Any] = {"status_counts": PAGINATED_RESPONSE["status_counts"]}
 # PipelineStatusResponse has no example: its fields with their defaults.
 PIPELINE_STATUS_RESPONSE: dict[str, Any] = {
     "busy": False,

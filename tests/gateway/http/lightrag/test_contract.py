@@ -242,6 +242,11 @@ def test_pages_are_filtered_sorted_and_counted(lightrag: httpx.Client) -> None:
     assert pages["page"] == 1 and pages["has_prev"] is False
 
 
+def test_status_counts_count_every_lightrag_status(lightrag: httpx.Client) -> None:
+    counts = shaped(lightrag.get("/documents/status_counts"), ex.STATUS_COUNTS_RESPONSE)
+    assert counts["status_counts"]["parsing"] == 0 and counts["status_counts"]["processed"] >= 4
+
+
 def test_pipeline_status_says_whether_the_indexer_has_work(lightrag: httpx.Client) -> None:
     body = shaped(lightrag.get("/documents/pipeline_status"), ex.PIPELINE_STATUS_RESPONSE)
     assert body["busy"] == (body["docs"] > 0)
