@@ -209,11 +209,9 @@ class DocumentRoutes:
 
     async def insert_text(self, request: Request) -> Response:
         fields = Fields(await json_body(request))
-        text = (fields.text("text", required=True, min_length=1) or "").strip()
+        text = (fields.text("text", required=True, non_empty=True) or "").strip()
         source = (fields.text("file_source") or "").strip()
         _check_source(fields, ["file_source"], source)
-        if "text" in fields.values and isinstance(fields.values["text"], str) and not text:
-            fields.fail(["text"], "text cannot be empty or whitespace-only", fields.values["text"])
         fields.check()
         doc_id = source or content_doc_id(text)
         track_id = await self._publish(
@@ -244,9 +242,7 @@ class DocumentRoutes:
             fields.fail(["texts"], "must hold at least 1 text", [])
         for index, text in enumerate(texts):
             if not text:
-                fields.fail(
-                    ["texts", index], "texts cannot contain empty or whitespace-only entries"
-                )
+                fields.fail(["texts", index], "must not be empty or whitespace only")
         sources = [source.strip() for source in fields.strings("file_sources") or ()]
         for index, source in enumerate(sources):
             _check_source(fields, ["file_sources", index], source)

@@ -110,12 +110,12 @@ class GraphRoutes:
         label = fields.text("label", required=True) or ""
         depth = fields.integer("max_depth", 1, 2**31 - 1) or DEFAULT_DEPTH
         max_nodes = fields.integer("max_nodes", 1, 2**31 - 1) or DEFAULT_NODES
+        if label == WHOLE_GRAPH:  # GetSubgraph checks max_nodes for a walk
+            fields.integer("max_nodes", 1, MAX_SUBGRAPH_NODES)
         fields.check()
         if label == WHOLE_GRAPH:
-            kept = min(max_nodes, MAX_SUBGRAPH_NODES)
-            return JSONResponse(
-                await guarded(request, lambda: best_connected(self.api.graph, kept))
-            )
+            graph = await guarded(request, lambda: best_connected(self.api.graph, max_nodes))
+            return JSONResponse(graph)
         message = pb.GetSubgraphRequest(seed=label, depth=depth, max_nodes=max_nodes)
         try:
             reply = await invoke(request, self.api.knowledge_graph.GetSubgraph, message)

@@ -76,7 +76,7 @@ def parse_query(body: dict[str, Any]) -> tuple[pb.QueryRequest, QueryOptions]:
         if value is not None:
             setattr(message, name, value)
     message.response_type = (
-        fields.text("response_type", min_length=1, max_length=MAX_RESPONSE_TYPE_CHARS) or ""
+        fields.text("response_type", non_empty=True, max_length=MAX_RESPONSE_TYPE_CHARS) or ""
     )
     message.user_prompt = fields.text("user_prompt") or ""
     message.high_level_keywords.extend(fields.strings("hl_keywords") or ())

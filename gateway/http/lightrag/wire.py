@@ -161,7 +161,7 @@ class Fields:
         return self._typed(name, bool, "a boolean", default)
 
     def text(
-        self, name: str, *, required: bool = False, min_length: int = 0, max_length: int = 0
+        self, name: str, *, required: bool = False, non_empty: bool = False, max_length: int = 0
     ) -> str | None:
         if required and self.values.get(name) is None:
             self.fail([name], "Field required")
@@ -169,8 +169,8 @@ class Fields:
         value = self._typed(name, str, "a string", None)
         if value is None:
             return None
-        if len(value) < min_length:
-            self.fail([name], f"must have at least {min_length} characters", value)
+        if non_empty and not value.strip():
+            self.fail([name], "must not be empty or whitespace only", value)
         elif max_length and len(value) > max_length:
             self.fail(
                 [name], f"is {len(value)} characters long; the limit is {max_length}", shown(value)

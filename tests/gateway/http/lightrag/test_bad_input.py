@@ -219,6 +219,13 @@ def test_bad_graph_parameters_name_the_query_parameter(lightrag: httpx.Client) -
         0
     ] == ["query", "max_nodes"]
     assert refused_field(lightrag.get("/graph/entity/exists"))[0] == ["query", "name"]
+    whole = lightrag.get("/graphs", params={"label": "*", "max_nodes": 10_001})
+    assert refused_field(whole) == (
+        ["query", "max_nodes"],
+        "must be between 1 and 10000; got 10001",
+    )
+    empty = lightrag.post("/documents/text", json={"text": "  \n "})
+    assert refused_field(empty) == (["body", "text"], "must not be empty or whitespace only")
 
 
 def _multipart(file_name: str, content: bytes) -> tuple[bytes, str]:
