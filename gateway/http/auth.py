@@ -4,9 +4,9 @@ The same token as gRPC (`gateway/auth.py`, same checks and messages) guards ever
 under /api/ and /v1/, and LightRAG's routes (/query, /documents, /graphs, /graph: the
 `Authorization: Bearer` header only, not LightRAG's X-API-Key); the web UI's files,
 /healthz, LightRAG's /health and /openapi.json stay open, as health and reflection do on
-gRPC. The server-sent event stream of index changes also takes the
-token as `?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot
-set headers; no other route does, so tokens do not end up in URLs and logs needlessly.
+gRPC. The server-sent event stream of index changes also takes the token as
+`?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot set
+headers; no other route does, so tokens do not end up in URLs and logs needlessly.
 """
 
 from __future__ import annotations
