@@ -3,12 +3,13 @@ straight from the graph records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import grpc
 
 from connectors.redis.ports import GraphRecords
+from dataflow.core.contributions import RelationPair, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
@@ -172,14 +173,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
                 )
             order, truncated = _walk(self._graph, seed, depth, max_nodes)
             entities = self._graph.get_entities(order)
-            members = set(order)
-            pairs = {
-                pair
-                for edges in self._graph.edges_of(order).values()
-                for pair in edges
-                if pair[0] in members and pair[1] in members
-            }
-            relations = self._graph.get_relations(sorted(pairs))
+            relations = relations_among(self._graph, order)
         return query_pb2.GetSubgraphResponse(
             entities=[convert.entity_to_proto(entities[k]) for k in order if k in entities],
             relations=[convert.relation_to_proto(relations[p]) for p in sorted(relations)],
@@ -235,6 +229,18 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
             total=total,
             index_version=version,
         )
+
+
+def relations_among(graph: GraphRecords, keys: Sequence[str]) -> dict[RelationPair, RelationRecord]:
+    """Every relation between two of the entities `keys`, by pair."""
+    members = set(keys)
+    pairs = {
+        pair
+        for edges in graph.edges_of(keys).values()
+        for pair in edges
+        if pair[0] in members and pair[1] in members
+    }
+    return graph.get_relations(sorted(pairs))
 
 
 def _walk(graph: GraphRecords, seed: str, depth: int, max_nodes: int) -> tuple[list[str], bool]:

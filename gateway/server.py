@@ -156,6 +156,7 @@ def serve(
     if options.http_address is not None:
         from gateway.http.app import HttpApi, HttpOptions, create_app
         from gateway.http.chat import chat_routes
+        from gateway.http.lightrag import lightrag_routes
         from gateway.http.server import serve_http
 
         api = HttpApi(knowledge_graph, ingest, graph, control, lambda: not store_health.failing())
@@ -164,7 +165,7 @@ def serve(
             max_body_bytes=options.max_message_bytes,
             cors_origins=options.http_cors_origins,
         )
-        app = create_app(api, http_options, chat_routes(knowledge_graph))
+        app = create_app(api, http_options, chat_routes(knowledge_graph) + lightrag_routes(api))
         try:
             http = serve_http(app, options.http_address)
         except (OSError, ValueError):

@@ -3,18 +3,21 @@ what the indexer and the commands tell each other beside the records.
 
 Each is one key of the workspace (`connectors/redis/keys.py`), outside the records'
 transactions and never counted by the index version: the consumer lag (a hash), the source
-hold (a string), the dead letters (a sorted set by time), the retry requests (a stream) and
-the recovery snapshots' dictionary (a string, base64). Each key carries no hash tag, so on
-a Redis Cluster each call touches one slot.
+hold (a string), the dead letters (a sorted set by time), the tracks of LightRAG's API (a
+string each, JSON, expiring), the retry requests (a stream) and the recovery snapshots'
+dictionary (a string, base64). Each key carries no hash tag, so on a Redis Cluster each
+call touches one slot.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 
 from connectors.redis.clients import RedisClient
 from connectors.redis.keys import KeyLayout
+from connectors.redis.ports import TrackedDocument
 
 DEAD_LETTERS_KEPT = 10_000
 RETRY_REQUESTS_KEPT = 1_000
@@ -84,6 +87,29 @@ class RedisIndexControl:
             origin, reason = json.loads(member)
             letters.append((str(origin), str(reason), float(at)))
         return int(total), letters
+
+    # -- tracks (the document changes one request of LightRAG's API published) --------
+
+    def remember_track(
+        self, track_id: str, documents: Sequence[TrackedDocument], keep_seconds: float
+    ) -> None:
+        """Keep what `track_id` published (a JSON list) for `keep_seconds`, then let Redis
+        drop it: a track is for following one request's documents to PROCESSED, not a log."""
+        rows = [[d.doc_id, d.content_hash, d.published_at] for d in documents]
+        self._client.set(
+            self.keys.track(track_id),
+            json.dumps(rows, ensure_ascii=False),
+            ex=max(1, round(keep_seconds)),
+        )
+
+    def tracked_documents(self, track_id: str) -> list[TrackedDocument] | None:
+        raw = self._client.get(self.keys.track(track_id))
+        if raw is None:
+            return None
+        return [
+            TrackedDocument(str(doc_id), str(digest), float(at))
+            for doc_id, digest, at in json.loads(raw)
+        ]
 
     # -- retry requests (`kgstream retry-failed` to the indexer) -----------------------
 

@@ -234,11 +234,17 @@ class HttpApi:
         message = ingest_pb2.DeleteDocumentRequest(doc_id=request.path_params["doc_id"])
         return await _unary(request, self.ingest.DeleteDocument, message)
 
+    def retry_failed_documents(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Ask the indexer to retry the FAILED documents a retry can fix; returns their ids
+        and the other FAILED documents with their reasons (they need new content)."""
+        retried, permanent = failed_documents(self.graph)
+        if retried:
+            self.control.request_retry(time.time())
+        return retried, permanent
+
     async def retry_failed(self, request: Request) -> Response:
         def retry() -> dict[str, Any]:
-            retried, permanent = failed_documents(self.graph)
-            if retried:
-                self.control.request_retry(time.time())
+            retried, permanent = self.retry_failed_documents()
             return {
                 "retried": retried,
                 "not_retried": [{"doc_id": d, "reason": r} for d, r in permanent],
@@ -452,6 +458,7 @@ def create_app(
         exception_handlers={HTTPException: _http_exception, _Rejected: _rejected},
     )
     app.state.max_body_bytes = options.max_body_bytes
+    app.state.auth_required = options.auth_token is not None
     return app
 
 
@@ -525,24 +532,40 @@ class _Rejected(Exception):
         self.response = response
 
 
-async def read_body(request: Request) -> bytes:
-    """The request body, refused with 413 once it is over the app's `max_body_bytes`
+class BodyTooLarge(Exception):
+    """A request body over the app's `max_body_bytes` (`limit`)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request body is over the server's limit of {limit} bytes")
+        self.limit = limit
+
+
+async def read_body_within_limit(request: Request) -> bytes:
+    """The request body; `BodyTooLarge` once it is over the app's `max_body_bytes`
     (declared or streamed: a body without Content-Length is counted as it arrives)."""
     limit: int = request.app.state.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise _Rejected(_too_large(limit))
+        raise BodyTooLarge(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise _Rejected(_too_large(limit))
+            raise BodyTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 
 
+async def read_body(request: Request) -> bytes:
+    """The request body, refused with 413 once it is over the app's `max_body_bytes`."""
+    try:
+        return await read_body_within_limit(request)
+    except BodyTooLarge as error:
+        raise _Rejected(_too_large(error.limit)) from None
+
+
 def _too_large(limit: int) -> Response:
-    message = f"the request body is over the server's limit of {limit} bytes"
+    message = str(BodyTooLarge(limit))
     return JSONResponse(
         error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, message, ""), status_code=413
     )
@@ -596,15 +619,22 @@ def call_of(request: Request) -> HttpCall:
     return HttpCall(timeout_ms / 1000 if timeout_ms else None, connected)
 
 
-async def _call(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
-    """The servicer's reply, or the error response its status makes."""
+async def invoke(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
+    """The servicer's reply to `message`, called as the gRPC server calls it (in a worker
+    thread, with the request's deadline and liveness); `CallFailed` for an error status."""
     call = call_of(request)
     try:
         return await run_in_threadpool(method, message, call)
-    except CallFailed as failure:
-        return _failed(failure)
     finally:
         call.finish()
+
+
+async def _call(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
+    """The servicer's reply, or the error response its status makes."""
+    try:
+        return await invoke(request, method, message)
+    except CallFailed as failure:
+        return _failed(failure)
 
 
 async def _unary(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Response:
@@ -621,12 +651,19 @@ def _with_statuses(call: HttpCall, work: Callable[[], T]) -> T:
             call.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(error))
 
 
-async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
-    """`work()` in a worker thread, with the stores' errors as the servicers' statuses."""
+async def guarded(request: Request, work: Callable[[], T]) -> T:
+    """`work()` in a worker thread, with the stores' errors as the servicers' statuses
+    (`CallFailed`)."""
     call = call_of(request)
     try:
         return await run_in_threadpool(_with_statuses, call, work)
-    except CallFailed as failure:
-        return _failed(failure)
     finally:
         call.finish()
+
+
+async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
+    """`guarded`, or the error response its status makes."""
+    try:
+        return await guarded(request, work)
+    except CallFailed as failure:
+        return _failed(failure)

@@ -1,10 +1,12 @@
 """The gateway's bearer token on the HTTP API, as an ASGI middleware.
 
 The same token as gRPC (`gateway/auth.py`, same checks and messages) guards every route
-under /api/ and /v1/; the web UI's files, /healthz and /openapi.json stay open, as health
-and reflection do on gRPC. The server-sent event stream of index changes also takes the
-token as `?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot
-set headers; no other route does, so tokens do not end up in URLs and logs needlessly.
+under /api/ and /v1/, and LightRAG's routes (/query, /documents, /graphs, /graph: the
+`Authorization: Bearer` header only, not LightRAG's X-API-Key); the web UI's files,
+/healthz, LightRAG's /health and /openapi.json stay open, as health and reflection do on
+gRPC. The server-sent event stream of index changes also takes the token as
+`?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot set
+headers; no other route does, so tokens do not end up in URLs and logs needlessly.
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ from gateway.auth import bearer_token_problem
 from gateway.http.calls import error_body
 
 GUARDED_PREFIXES = ("/api/", "/v1/")
+# LightRAG's server routes (gateway/http/lightrag/): each of these paths and those below it.
+GUARDED_ROOTS = ("/query", "/documents", "/graphs", "/graph")
 QUERY_TOKEN_PATHS = frozenset({"/api/v1/events"})
+
+
+def is_guarded(path: str) -> bool:
+    """Whether a request to `path` needs the token."""
+    return path.startswith(GUARDED_PREFIXES) or any(
+        path == root or path.startswith(root + "/") for root in GUARDED_ROOTS
+    )
 
 
 class BearerTokenMiddleware:
@@ -38,8 +49,12 @@ class BearerTokenMiddleware:
         if problem is None:
             await self.app(scope, receive, send)
             return
+        lightrag = not scope["path"].startswith(GUARDED_PREFIXES)
         response = JSONResponse(
-            error_body(grpc.StatusCode.UNAUTHENTICATED, problem, ""),
+            # LightRAG's clients read FastAPI's error shape
+            {"detail": problem}
+            if lightrag
+            else error_body(grpc.StatusCode.UNAUTHENTICATED, problem, ""),
             status_code=401,
             headers={"WWW-Authenticate": 'Bearer realm="kgstream"'},
         )
@@ -47,13 +62,14 @@ class BearerTokenMiddleware:
 
     @staticmethod
     def _guarded(scope: Scope) -> bool:
-        path: str = scope["path"]
-        return scope["method"] != "OPTIONS" and path.startswith(GUARDED_PREFIXES)
+        return scope["method"] != "OPTIONS" and is_guarded(scope["path"])
 
     def _problem(self, scope: Scope) -> str | None:
-        header = next(
-            (v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None
-        )
+        header = _header(scope, b"authorization")
+        if header is None and _header(scope, b"x-api-key") is not None:
+            return (
+                "X-API-Key is not accepted: send the same token as 'authorization: Bearer <token>'"
+            )
         if header is None and scope["path"] in QUERY_TOKEN_PATHS:
             tokens = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("access_token")
             if tokens:
@@ -61,3 +77,8 @@ class BearerTokenMiddleware:
                     return None
                 return "the access_token is not valid"
         return bearer_token_problem(header, self._expected, "header")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The first value of the header `name` (lower case), if the request has one."""
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == name), None)

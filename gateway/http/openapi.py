@@ -17,6 +17,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from gateway.http.auth import is_guarded
 from gateway.http.messages import enum_names
 from gateway.http.routes import ApiRoute
 
@@ -205,7 +206,7 @@ def _operation(route: ApiRoute, comments: dict[str, str]) -> dict[str, Any]:
         "description": "an error (4xx, 5xx)",
         "content": {"application/json": {"schema": _ref("Error")}},
     }
-    if route.path.startswith(("/api/", "/v1/")):
+    if is_guarded(route.path):
         operation["security"] = [{"bearerAuth": []}]
     return operation
 

@@ -14,18 +14,10 @@ import httpx
 import pytest
 
 from dataflow.core.commit import GraphBatch
-from gateway.server import RunningServer
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import ANSWER, http_gateway, new_engine
 
 TOKEN = "http-test-token"
-
-
-@pytest.fixture
-def http(http_server: RunningServer) -> Iterator[httpx.Client]:
-    assert http_server.http is not None
-    with httpx.Client(base_url=http_server.http.url, timeout=60) as client:
-        yield client
 
 
 def sse_events(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
