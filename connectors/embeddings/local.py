@@ -86,13 +86,15 @@ class EmbeddingModelMissingError(RuntimeError):
 MAX_AUTOMATIC_THREADS = 4
 
 
-def automatic_threads() -> int:
-    """One onnxruntime thread per core this process may run on, at most
-    `MAX_AUTOMATIC_THREADS` (a batch of short texts gains little from more)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
+def automatic_threads(cores: int | None = None) -> int:
+    """One onnxruntime thread per core this process may run on (`cores`; None: the ones the
+    operating system gives it), at most `MAX_AUTOMATIC_THREADS` (a batch of short texts
+    gains little from more)."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
     return max(1, min(MAX_AUTOMATIC_THREADS, cores))
 
 
