@@ -93,6 +93,12 @@ class Stores:
         self._embedded_redis = embedded_redis
         self._written = WrittenPoints()
 
+    @property
+    def embedded_redis(self) -> EmbeddedRedis | None:
+        """The redis-server these stores started and own (the embedded default), which
+        `revive` restarts and `close` stops; None for a server of the user's."""
+        return self._embedded_redis
+
     def write(self, batch: CommitBatch) -> int:
         """Vectors first, then the graph (whose version bump makes the batch visible).
         A point this process wrote last with the same vector, payload and text is not

@@ -67,10 +67,12 @@ def build_chat_client(settings: Settings, metrics: Metrics | None = None) -> Cha
 def build_embedder(settings: Settings) -> Embedder:
     """The configured embedder, behind a cache of recent texts (edits re-render many
     entities to the same text)."""
-    return CachedEmbedder(_model_embedder(settings))
+    return CachedEmbedder(model_embedder(settings))
 
 
-def _model_embedder(settings: Settings) -> Embedder:
+def model_embedder(settings: Settings) -> Embedder:
+    """The configured embedding model itself: an OpenAI-compatible endpoint when
+    `embedding_base_url` is set, else the local MiniLM."""
     if settings.embedding_base_url:
         return OpenAIEmbedder(
             OpenAIEmbeddingOptions(

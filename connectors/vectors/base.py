@@ -130,6 +130,21 @@ class VectorStoreOptions:
 
 
 @dataclass(frozen=True)
+class KeyCacheStats:
+    """The point id -> key cache of a store (`BaseVectorStore.key_cache`).
+
+    `cached`: pairs held now (at most `VectorStoreOptions.cached_keys`).
+    `read_from_backend`: point ids whose key searches without payload had to read from the
+    backend, since the store was made (each at most once while it stays cached).
+    `warming_up`: the background read of every key (`start_key_warmup`) is running.
+    """
+
+    cached: int
+    read_from_backend: int
+    warming_up: bool
+
+
+@dataclass(frozen=True)
 class CollectionRecord:
     """What a stored collection says about itself (kept in its metadata)."""
 
@@ -366,6 +381,7 @@ class BaseVectorStore(ABC):
         # its key (`point_id`), so it names the same key whatever is written or deleted.
         self._keys_lock = threading.Lock()
         self._keys: dict[str, str] = {}
+        self._keys_read = 0
         self._warmup: threading.Thread | None = None
         self._warmup_stop = threading.Event()
 
@@ -645,6 +661,7 @@ class BaseVectorStore(ABC):
         if missing:
             keys.update(self._retrieve_keys(name, missing))
         with self._keys_lock:
+            self._keys_read += len(missing)
             self._keys.update(keys)
             excess = len(self._keys) - self.options.cached_keys
             if excess > 0:  # forget the oldest entries (dicts keep insertion order)
@@ -685,6 +702,11 @@ class BaseVectorStore(ABC):
     def count(self, kind: VectorKind) -> int:
         return self._count(self._name(kind))
 
+    def collections(self) -> list[CollectionRecord]:
+        """What each stored kgstream collection of the workspace says about itself (open
+        or not, of any space): the format it was written in among the rest."""
+        return [r for r in self._list_records() if r.workspace == self.workspace]
+
     def ping(self) -> None:
         self._ping()
 
@@ -701,6 +723,17 @@ class BaseVectorStore(ABC):
                 self._drop(stored.name)
         if self._space is not None:
             self.ensure_collections(self._space, self._dimension)
+
+    @property
+    def key_cache(self) -> KeyCacheStats:
+        """What the point id -> key cache holds and has cost (`KeyCacheStats`)."""
+        warmup = self._warmup
+        with self._keys_lock:
+            return KeyCacheStats(
+                cached=len(self._keys),
+                read_from_backend=self._keys_read,
+                warming_up=warmup is not None and warmup.is_alive(),
+            )
 
     def start_key_warmup(self) -> None:
         """Read point keys into the id -> key cache in a background thread, a page of each

@@ -79,6 +79,17 @@ class EdgeVectorStore(BaseVectorStore):
         self._shards: dict[str, edge.EdgeShard] = {}
         self._search_params = edge.SearchParams(hnsw_ef=hnsw_ef) if hnsw_ef else None
 
+    def shard(self, name: str) -> edge.EdgeShard:
+        """The open Edge shard of the collection `name` (`collection_name`): Qdrant Edge's
+        own API, as `QdrantClientVectorStore.client` is a server's, for what the port does
+        not offer (an inspection, a repair)."""
+        shard = self._shards.get(name)
+        if shard is None:
+            raise VectorStoreNotOpenError(
+                f"no open Qdrant Edge collection {name!r}: call ensure_collections first"
+            )
+        return shard
+
     def optimize(self) -> None:
         """Build HNSW indexes and vacuum deleted points in every open collection (blocking)."""
         for shard in self._shards.values():

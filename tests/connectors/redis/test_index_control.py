@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-import connectors.redis.index_control as index_control_module
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.index_control import RedisIndexControl
 from connectors.redis.ports import TrackedDocument
@@ -33,10 +32,8 @@ def control(graph: GraphStore) -> RedisIndexControl:
     return RedisIndexControl(graph.client, graph.workspace)
 
 
-def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
-    graph: GraphStore, control: RedisIndexControl, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(index_control_module, "DEAD_LETTERS_KEPT", 3)
+def test_dead_letters_are_listed_newest_first_once_each_and_bounded(graph: GraphStore) -> None:
+    control = RedisIndexControl(graph.client, graph.workspace, dead_letters_kept=3)
     assert control.dead_letters() == (0, [])
     for offset in range(4):
         control.record_dead_letter(f"kafka:t/0@{offset}", f"bad {offset}", at=100.0 + offset)
