@@ -13,7 +13,7 @@ COPY kgstream /tmp/kgstream-src/kgstream
 COPY dataflow /tmp/kgstream-src/dataflow
 COPY connectors /tmp/kgstream-src/connectors
 COPY gateway /tmp/kgstream-src/gateway
-COPY protos /tmp/kgstream-src/protos
+COPY kgstream_protos /tmp/kgstream-src/kgstream_protos
 RUN pip install /tmp/kgstream-src && rm -rf /tmp/kgstream-src
 
 # A non-root user; /data (the data directory) is created here so a named volume

@@ -26,7 +26,7 @@ from gateway.health import HealthCheck, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
-from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from kgstream_protos.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 if TYPE_CHECKING:  # Starlette and uvicorn load only when the HTTP API is served
     from gateway.http.server import RunningHttpServer

@@ -17,8 +17,8 @@ from connectors.vectors.qdrant import QdrantClientVectorStore
 from gateway.engine import QueryEngine
 from gateway.health import HealthCheck
 from gateway.server import RunningServer, ServerOptions, serve
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.gateway.corpus import Corpus, build_corpus
 from tests.gateway.test_server import QUESTION, new_engine, status_of
 from tests.gateway.test_server_safety import listed_services
