@@ -22,7 +22,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 
 from connectors.redis.ports import GraphRecords, IndexControl
 from gateway.auth import BearerTokenInterceptor
-from gateway.health import HealthCheck, StoreHealth
+from gateway.health import HealthCheck, ListingHealthServicer, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
@@ -133,7 +133,7 @@ def serve(
     ingest_pb2_grpc.add_IngestServicer_to_server(  # type: ignore[no-untyped-call]
         ingest, server
     )
-    health_servicer = health.HealthServicer()
+    health_servicer = ListingHealthServicer()
     store_health = StoreHealth(
         health_servicer,
         ("", KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE),
