@@ -9,6 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # Runtime dependencies only (no dev extras); the sources are not kept in the image.
 COPY pyproject.toml README.md /tmp/kgstream-src/
+COPY build_backend /tmp/kgstream-src/build_backend
 COPY kgstream /tmp/kgstream-src/kgstream
 COPY dataflow /tmp/kgstream-src/dataflow
 COPY connectors /tmp/kgstream-src/connectors

@@ -144,6 +144,7 @@ def test_the_image_copies_every_package_that_pyproject_installs():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     includes = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     packages = {pattern.rstrip("*") for pattern in includes}
+    packages |= set(pyproject["build-system"].get("backend-path", []))  # the build backend
     dockerfile = (ROOT / "Dockerfile").read_text()
     copied = set(re.findall(r"^COPY (\S+) /tmp/kgstream-src/\1$", dockerfile, re.MULTILINE))
     assert packages <= copied, f"the Dockerfile does not copy {sorted(packages - copied)}"
