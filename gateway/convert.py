@@ -23,7 +23,7 @@ from gateway.types import (
     Usage,
     parse_mode,
 )
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 _DEFAULTS = QueryParams(question="")
 _QUERY_MODES = pb.QueryMode.DESCRIPTOR

@@ -15,7 +15,7 @@ from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
 from gateway.status import abort, call_deadline_of, in_range, invalid, statuses
 from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval, Usage, shown
-from protos.kgstream.v1 import query_pb2, query_pb2_grpc
+from kgstream_protos.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
 MAX_SUBGRAPH_DEPTH = 10

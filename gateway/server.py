@@ -22,11 +22,11 @@ from grpc_health.v1 import health, health_pb2_grpc
 
 from connectors.redis.ports import GraphRecords, IndexControl
 from gateway.auth import BearerTokenInterceptor
-from gateway.health import HealthCheck, StoreHealth
+from gateway.health import HealthCheck, ListingHealthServicer, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
-from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from kgstream_protos.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 if TYPE_CHECKING:  # Starlette and uvicorn load only when the HTTP API is served
     from gateway.http.server import RunningHttpServer
@@ -133,7 +133,7 @@ def serve(
     ingest_pb2_grpc.add_IngestServicer_to_server(  # type: ignore[no-untyped-call]
         ingest, server
     )
-    health_servicer = health.HealthServicer()
+    health_servicer = ListingHealthServicer()
     store_health = StoreHealth(
         health_servicer,
         ("", KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE),

@@ -46,7 +46,7 @@ from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
 from gateway.types import Mode
-from protos.kgstream.v1 import ingest_pb2, query_pb2
+from kgstream_protos.v1 import ingest_pb2, query_pb2
 
 T = TypeVar("T")
 

@@ -33,7 +33,7 @@ from gateway.http.messages import to_json
 from gateway.http.routes import ApiRoute
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, parse_mode
-from protos.kgstream.v1 import query_pb2
+from kgstream_protos.v1 import query_pb2
 
 MODEL_PREFIX = "kgstream-"
 

@@ -24,7 +24,7 @@ from google.protobuf.message import Message
 
 from gateway.convert import mode_from_json
 from gateway.types import MODE_NAMES, InvalidQuery
-from protos.kgstream.v1 import query_pb2
+from kgstream_protos.v1 import query_pb2
 
 M = TypeVar("M", bound=Message)
 

@@ -251,7 +251,7 @@ def _field_schema(field: FieldDescriptor) -> dict[str, Any]:
 
 def _proto_comments() -> dict[str, str]:
     """The comments of our messages and fields, by full name ("kgstream.v1.Entity.key")."""
-    data = resources.files("protos.kgstream.v1").joinpath("descriptors.binpb").read_bytes()
+    data = resources.files("kgstream_protos.v1").joinpath("descriptors.binpb").read_bytes()
     comments: dict[str, str] = {}
     for file in descriptor_pb2.FileDescriptorSet.FromString(data).file:
         names = dict(_message_paths(file.package, file.message_type, (4,)))

@@ -108,7 +108,7 @@ def command_query(settings: Settings, args: argparse.Namespace) -> int:
 def _query_gateway(address: str, request: Any, context_only: bool, settings: Settings) -> Any:
     import grpc
 
-    from protos.kgstream.v1 import query_pb2_grpc
+    from kgstream_protos.v1 import query_pb2_grpc
 
     metadata = []
     if settings.grpc_auth_token:

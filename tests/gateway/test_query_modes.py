@@ -27,7 +27,7 @@ from gateway.types import (
     parse_mode,
 )
 from kgstream.cli import build_parser
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 UNKNOWN = "sideways"
 NAMES = "local, global, hybrid, naive, mix"

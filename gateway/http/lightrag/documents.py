@@ -41,8 +41,8 @@ from gateway.http.lightrag.wire import (
     json_body,
 )
 from gateway.knowledge_graph import MAX_PAGE_SIZE
-from protos.kgstream.v1 import ingest_pb2
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import ingest_pb2
+from kgstream_protos.v1 import query_pb2 as pb
 
 TRACK_KEPT_SECONDS = 7 * 24 * 3600
 MAX_TRACK_ID_CHARS = 200

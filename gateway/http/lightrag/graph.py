@@ -25,7 +25,7 @@ from gateway.http.calls import CallFailed
 from gateway.http.lightrag.query import SEPARATOR
 from gateway.http.lightrag.wire import Fields, Refused
 from gateway.knowledge_graph import MAX_SUBGRAPH_NODES, relations_among
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 WHOLE_GRAPH = "*"  # LightRAG's label for the whole graph
 DEFAULT_DEPTH = 3  # LightRAG's defaults of /graphs

@@ -30,7 +30,7 @@ from gateway.http.calls import CallFailed
 from gateway.http.lightrag.wire import FieldNames, Fields, Invalid, invalid_field, json_body
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.types import InvalidQuery, parse_mode
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 MAX_QUERY_TOP_K = 1000  # LightRAG's bounds of top_k, chunk_top_k and the token budgets
 MAX_QUERY_TOKEN_BUDGET = 1_000_000

@@ -4,7 +4,7 @@ enum names out; short enum forms in, and errors that name the field."""
 import pytest
 
 from gateway.http.messages import BadJson, from_json, to_json
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 
 def test_replies_show_every_field_with_int64_as_numbers_and_enum_names() -> None:
