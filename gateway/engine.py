@@ -418,6 +418,10 @@ class QueryEngine:
         slots = self.options.max_concurrent_retrievals
         self._retrieval_slots = threading.BoundedSemaphore(slots) if slots else None
 
+    @property
+    def limits(self) -> RequestLimits:
+        return self.options.limits
+
     def validate(self, params: QueryParams) -> None:
         validate(params, self.options.limits)
 

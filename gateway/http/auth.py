@@ -1,8 +1,9 @@
 """The gateway's bearer token on the HTTP API, as an ASGI middleware.
 
 The same token as gRPC (`gateway/auth.py`, same checks and messages) guards every route
-under /api/ and /v1/; the web UI's files, /healthz and /openapi.json stay open, as health
-and reflection do on gRPC. The server-sent event stream of index changes also takes the
+under /api/ and /v1/ (Ollama's routes and OpenAI's too, each refusing in its own error shape:
+`gateway/http/errors.py`); the web UI's files, /docs, /healthz and /openapi.json stay open, as
+health and reflection do on gRPC. The server-sent event stream of index changes also takes the
 token as `?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot
 set headers; no other route does, so tokens do not end up in URLs and logs needlessly.
 """
@@ -13,22 +14,22 @@ import hmac
 from urllib.parse import parse_qs
 
 import grpc
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import bearer_token_problem
-from gateway.http.calls import error_body
+from gateway.http.errors import ErrorShapes
 
 GUARDED_PREFIXES = ("/api/", "/v1/")
 QUERY_TOKEN_PATHS = frozenset({"/api/v1/events"})
 
 
 class BearerTokenMiddleware:
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, errors: ErrorShapes) -> None:
         if not token:
             raise ValueError("auth token must be non-empty; pass None to turn auth off")
         self.app = app
         self._expected = token.encode()
+        self._errors = errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self._guarded(scope):
@@ -38,9 +39,11 @@ class BearerTokenMiddleware:
         if problem is None:
             await self.app(scope, receive, send)
             return
-        response = JSONResponse(
-            error_body(grpc.StatusCode.UNAUTHENTICATED, problem, ""),
-            status_code=401,
+        response = self._errors.response(
+            scope["path"],
+            401,
+            grpc.StatusCode.UNAUTHENTICATED,
+            problem,
             headers={"WWW-Authenticate": 'Bearer realm="kgstream"'},
         )
         await response(scope, receive, send)
