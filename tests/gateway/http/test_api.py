@@ -247,6 +247,7 @@ def test_a_body_over_the_limit_is_413(corpus: Corpus) -> None:
         ("DELETE", "/api/v1/version", {"GET", "HEAD"}),
         ("POST", "/openapi.json", {"GET", "HEAD"}),
         ("POST", "/", {"GET", "HEAD"}),
+        ("POST", "/docs", {"GET", "HEAD"}),
     ],
 )
 def test_a_known_path_with_a_wrong_method_is_405_naming_the_methods_it_takes(
@@ -341,7 +342,7 @@ def test_an_unknown_enum_value_is_refused_listing_the_values_once(
 # -- auth and CORS ---------------------------------------------------------------
 
 
-def test_auth_token_guards_the_api_but_not_health_ui_or_schema(corpus: Corpus) -> None:
+def test_auth_token_guards_the_api_but_not_health_ui_schema_or_docs(corpus: Corpus) -> None:
     engine = new_engine(corpus, None)
     with http_gateway(engine, corpus.stores.graph, auth_token=TOKEN) as server:
         assert server.http is not None
@@ -351,7 +352,8 @@ def test_auth_token_guards_the_api_but_not_health_ui_or_schema(corpus: Corpus) -
         right = httpx.get(f"{url}/api/v1/version", headers={"authorization": f"bearer {TOKEN}"})
         chat = httpx.get(f"{url}/v1/models")
         open_paths = [
-            httpx.get(f"{url}{path}").status_code for path in ("/healthz", "/openapi.json")
+            httpx.get(f"{url}{path}").status_code
+            for path in ("/healthz", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js")
         ]
         with httpx.stream("GET", f"{url}/api/v1/events", params={"access_token": TOKEN}) as events:
             events_status = events.status_code
@@ -359,7 +361,7 @@ def test_auth_token_guards_the_api_but_not_health_ui_or_schema(corpus: Corpus) -
     assert bare.status_code == 401 and bare.json()["error"]["code"] == "UNAUTHENTICATED"
     assert wrong.status_code == 401 and right.status_code == 200
     assert chat.status_code == 401
-    assert open_paths == [200, 200]
+    assert open_paths == [200, 200, 200, 200]
     assert events_status == 200
     assert query_token_elsewhere.status_code == 401
     assert TOKEN not in bare.text + wrong.text
