@@ -591,17 +591,19 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     `Allow` names the methods it takes), in the error shape of the path."""
     if not isinstance(exc, HTTPException):
         raise exc
-    path, status = request.url.path, exc.status_code
+    path, status, headers = request.url.path, exc.status_code, dict(exc.headers or {})
     if status == 404:
         code, message = grpc.StatusCode.NOT_FOUND, f"no route {path} (see /openapi.json)"
     elif status == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+        # In a stable order: Starlette joins a set.
+        allowed = ", ".join(sorted(headers.get("Allow", "").split(", ")))
+        headers["Allow"] = allowed
         code = grpc.StatusCode.UNIMPLEMENTED
         message = f"{request.method} {path} is not allowed; {path} takes {allowed}"
     else:
         code, message = grpc.StatusCode.INVALID_ARGUMENT, str(exc.detail)
     errors: ErrorShapes = request.app.state.errors
-    return errors.response(path, status, code, message, headers=exc.headers)
+    return errors.response(path, status, code, message, headers=headers)
 
 
 class Refused(Exception):

@@ -255,9 +255,16 @@ def test_a_known_path_with_a_wrong_method_is_405_naming_the_methods_it_takes(
 ) -> None:
     reply = http.request(method, path)
     assert reply.status_code == 405, reply.text
-    assert set(reply.headers["allow"].split(", ")) == allowed
+    assert reply.headers["allow"] == ", ".join(sorted(allowed))
     error = reply.json()["error"]
     assert method in error["message"] and reply.headers["allow"] in error["message"]
+
+
+def test_head_is_answered_on_every_path_that_takes_get(http: httpx.Client) -> None:
+    for path in ("/api/v1/version", "/api/v1/documents/projects/atlas.md", "/docs", "/"):
+        reply = http.head(path)
+        assert reply.status_code == 200, path
+        assert reply.content == b""
 
 
 def test_a_web_ui_file_with_a_wrong_method_is_405_too(http: httpx.Client) -> None:

@@ -21,7 +21,7 @@ from tests.gateway.http.test_chat import (
     assert_the_conversation_reached_the_llm,
 )
 from tests.gateway.test_server import ANSWER, http_gateway, new_engine
-from tests.support.llm_server import OpenAICompatibleServer
+from tests.support.llm_server import OpenAICompatibleServer, cut
 
 MODES = ("mix", "local", "global", "hybrid", "naive")
 TOKEN = "ollama-test-token"
@@ -186,3 +186,20 @@ def test_the_token_guards_ollamas_routes_in_ollamas_error_shape(corpus: Corpus) 
     assert bare.status_code == 401 and isinstance(bare.json()["error"], str)
     assert len(models) == len(MODES)
     assert "Carla Diaz" in (answer.message.content or "")  # the extractive answer, no LLM
+
+
+def test_a_failure_after_the_stream_started_is_an_error_line_the_client_raises(
+    client: ollama.Client, llm_server: OpenAICompatibleServer
+) -> None:
+    llm_server.queue_replies(("Carla Diaz ", "leads ", "the Atlas ", "Project."))
+    llm_server.queue_faults(cut())  # the LLM's stream breaks half-way
+    parts = []
+    with pytest.raises(ollama.ResponseError) as raised:
+        for part in client.chat(
+            model="kgstream-hybrid",
+            messages=[{"role": "user", "content": "Which lab is Carla Diaz at?"}],
+            stream=True,
+        ):
+            parts.append(part)
+    assert parts and not any(part.done for part in parts)  # the answer had started
+    assert "LLM" in raised.value.error
