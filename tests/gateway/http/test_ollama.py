@@ -22,6 +22,7 @@ from tests.gateway.http.test_chat import (
 )
 from tests.gateway.test_server import ANSWER, http_gateway, new_engine
 from tests.support.llm_server import OpenAICompatibleServer, cut
+from tests.support.wait import wait_until
 
 MODES = ("mix", "local", "global", "hybrid", "naive")
 TOKEN = "ollama-test-token"
@@ -203,3 +204,31 @@ def test_a_failure_after_the_stream_started_is_an_error_line_the_client_raises(
             parts.append(part)
     assert parts and not any(part.done for part in parts)  # the answer had started
     assert "LLM" in raised.value.error
+
+
+def test_a_client_that_leaves_a_stream_stops_the_llm_stream(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    llm_server.default_reply = " ".join(f"word{i}" for i in range(300))
+    llm_server.delta_delay_seconds = 0.2
+    body = {"model": "kgstream-mix", "messages": [{"role": "user", "content": QUESTION}]}
+    with http_gateway(new_engine(corpus, llm_server), corpus.stores.graph) as server:
+        assert server.http is not None
+        with httpx.stream("POST", f"{server.http.url}/api/chat", json=body, timeout=60) as reply:
+            lines = reply.iter_lines()
+            assert "references" in json.loads(next(lines))
+            assert json.loads(next(lines))["message"]["content"] == "word0 "
+        # the connection is closed: the call finishes, and with it the LLM's stream
+        wait_until(lambda: llm_server.aborted_streams == 1, 30, "the LLM stream to be aborted")
+        wait_until(lambda: llm_server.in_flight == 0, 30, "no LLM call in flight")
+
+
+def test_a_body_over_the_limit_is_413_in_ollama_s_shape(corpus: Corpus) -> None:
+    engine = new_engine(corpus, None)
+    with http_gateway(engine, corpus.stores.graph, max_message_bytes=4096) as server:
+        assert server.http is not None
+        reply = httpx.post(
+            f"{server.http.url}/api/generate", json={"model": "kgstream-mix", "prompt": "x" * 9000}
+        )
+    assert reply.status_code == 413
+    assert "4096" in reply.json()["error"]
