@@ -380,7 +380,8 @@ def validate(params: QueryParams, limits: RequestLimits = DEFAULT_LIMITS) -> Non
     for index, turn in enumerate(params.history):
         if turn.role not in HISTORY_ROLES:
             raise InvalidQuery(
-                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {shown(turn.role)}"
+                f"history[{index}].role",
+                f"must be one of {', '.join(HISTORY_ROLES)}; got {shown(turn.role)}",
             )
     if params.min_index_version < 0:
         raise InvalidQuery(
@@ -433,6 +434,10 @@ class QueryEngine:
         )
         slots = self.options.max_concurrent_retrievals
         self._retrieval_slots = threading.BoundedSemaphore(slots) if slots else None
+
+    @property
+    def limits(self) -> RequestLimits:
+        return self.options.limits
 
     def validate(self, params: QueryParams) -> None:
         validate(params, self.options.limits)

@@ -8,13 +8,23 @@ from typing import Protocol
 
 import grpc
 
+from connectors.embeddings.base import Embedder
 from connectors.redis.ports import GraphRecords
 from dataflow.core.contributions import RelationPair, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
 from gateway.status import abort, call_deadline_of, in_range, invalid, statuses
-from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval, Usage, shown
+from gateway.types import (
+    Answer,
+    AnswerStream,
+    CallDeadline,
+    QueryParams,
+    RequestLimits,
+    Retrieval,
+    Usage,
+    shown,
+)
 from kgstream_protos.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
@@ -31,7 +41,14 @@ class Engine(Protocol):
     `deadline` is the call's deadline and liveness (`CallDeadline`); the engine raises
     IndexVersionTimeout when `min_index_version` is not reached by then, and
     CallAbandoned when the client cancelled or left between two stages of the work.
+    `limits` are what `validate` holds requests to; `embedder` embeds the questions.
     """
+
+    @property
+    def limits(self) -> RequestLimits: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
 
     def validate(self, params: QueryParams) -> None: ...
 
@@ -48,6 +65,11 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
     def __init__(self, engine: Engine, graph: GraphRecords) -> None:
         self._engine = engine
         self._graph = graph
+
+    @property
+    def limits(self) -> RequestLimits:
+        """The limits a QueryRequest is held to (the OpenAPI document states them)."""
+        return self._engine.limits
 
     # -- queries ---------------------------------------------------------------
 

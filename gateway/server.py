@@ -154,9 +154,12 @@ def serve(
         raise OSError(f"cannot bind the gateway to {options.address}: address in use or invalid")
     http = None
     if options.http_address is not None:
+        from gateway.embeddings import EmbeddingService
         from gateway.http.app import HttpApi, HttpOptions, create_app
-        from gateway.http.chat import chat_routes
-        from gateway.http.lightrag import lightrag_routes
+        from gateway.http.chat import openai_door
+        from gateway.http.embeddings import EmbeddingsRoute
+        from gateway.http.lightrag import lightrag_door
+        from gateway.http.ollama import ollama_door
         from gateway.http.server import serve_http
 
         api = HttpApi(knowledge_graph, ingest, graph, control, lambda: not store_health.failing())
@@ -165,7 +168,13 @@ def serve(
             max_body_bytes=options.max_message_bytes,
             cors_origins=options.http_cors_origins,
         )
-        app = create_app(api, http_options, chat_routes(knowledge_graph) + lightrag_routes(api))
+        embeddings = EmbeddingsRoute(EmbeddingService(engine.embedder))
+        doors = [
+            openai_door(knowledge_graph, embeddings),
+            ollama_door(knowledge_graph),
+            lightrag_door(api),
+        ]
+        app = create_app(api, http_options, doors)
         try:
             http = serve_http(app, options.http_address)
         except (OSError, ValueError):

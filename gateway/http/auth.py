@@ -1,12 +1,13 @@
 """The gateway's bearer token on the HTTP API, as an ASGI middleware.
 
 The same token as gRPC (`gateway/auth.py`, same checks and messages) guards every route
-under /api/ and /v1/, and LightRAG's routes (/query, /documents, /graphs, /graph: the
-`Authorization: Bearer` header only, not LightRAG's X-API-Key); the web UI's files,
-/healthz, LightRAG's /health and /openapi.json stay open, as health and reflection do on
-gRPC. The server-sent event stream of index changes also takes the token as
-`?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot set
-headers; no other route does, so tokens do not end up in URLs and logs needlessly.
+under /api/ and /v1/ (Ollama's routes and OpenAI's too) and LightRAG's routes (/query,
+/documents, /graphs, /graph: the `Authorization: Bearer` header only, not LightRAG's
+X-API-Key), each refusing in its own error shape (`gateway/http/errors.py`); the web UI's
+files, /docs, /healthz, LightRAG's /health and /openapi.json stay open, as health and
+reflection do on gRPC. The server-sent event stream of index changes also takes the token as
+`?access_token=` (RFC 6750 section 2.3), because a browser's EventSource cannot set headers; no
+other route does, so tokens do not end up in URLs and logs needlessly.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import hmac
 from urllib.parse import parse_qs
 
 import grpc
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import bearer_token_problem
-from gateway.http.calls import error_body
+from gateway.http.errors import ErrorShapes
 
 GUARDED_PREFIXES = ("/api/", "/v1/")
 # LightRAG's server routes (gateway/http/lightrag/): each of these paths and those below it.
@@ -35,11 +35,12 @@ def is_guarded(path: str) -> bool:
 
 
 class BearerTokenMiddleware:
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, errors: ErrorShapes) -> None:
         if not token:
             raise ValueError("auth token must be non-empty; pass None to turn auth off")
         self.app = app
         self._expected = token.encode()
+        self._errors = errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self._guarded(scope):
@@ -49,13 +50,11 @@ class BearerTokenMiddleware:
         if problem is None:
             await self.app(scope, receive, send)
             return
-        lightrag = not scope["path"].startswith(GUARDED_PREFIXES)
-        response = JSONResponse(
-            # LightRAG's clients read FastAPI's error shape
-            {"detail": problem}
-            if lightrag
-            else error_body(grpc.StatusCode.UNAUTHENTICATED, problem, ""),
-            status_code=401,
+        response = self._errors.response(
+            scope["path"],
+            401,
+            grpc.StatusCode.UNAUTHENTICATED,
+            problem,
             headers={"WWW-Authenticate": 'Bearer realm="kgstream"'},
         )
         await response(scope, receive, send)

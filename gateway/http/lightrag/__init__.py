@@ -16,12 +16,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.http.app import HttpApi
+from gateway.http.auth import GUARDED_ROOTS
 from gateway.http.lightrag.documents import DocumentRoutes
 from gateway.http.lightrag.graph import GRAPH_FIELDS, GraphRoutes
 from gateway.http.lightrag.health import health
 from gateway.http.lightrag.query import QUERY_FIELDS, QueryRoutes
-from gateway.http.lightrag.wire import FieldNames, Handler, lightrag_route
-from gateway.http.routes import ApiRoute
+from gateway.http.lightrag.wire import FieldNames, Handler, fastapi_error, lightrag_route
+from gateway.http.routes import ApiRoute, Door
 
 # LightRAG's routes that edit the graph by hand: refused (graph.py says why).
 GRAPH_EDITS = (
@@ -33,6 +34,13 @@ GRAPH_EDITS = (
     ("DELETE", "/graph/entity/delete"),
     ("DELETE", "/graph/relation/delete"),
 )
+
+
+def lightrag_door(api: HttpApi) -> Door:
+    """LightRAG's routes, with FastAPI's error body under their paths (the paths the token
+    guards), as LightRAG's clients read it."""
+    shapes = dict.fromkeys(GUARDED_ROOTS, fastapi_error)
+    return Door(tuple(lightrag_routes(api)), error_shapes=shapes)
 
 
 def lightrag_routes(api: HttpApi) -> list[ApiRoute]:

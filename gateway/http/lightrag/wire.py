@@ -38,6 +38,11 @@ of the LightRAG field it comes from."""
 _PATH_PART = re.compile(r"[^.\[\]]+")
 
 
+def fastapi_error(status: int, code: grpc.StatusCode, message: str, field: str) -> dict[str, Any]:
+    """FastAPI's error body, for the errors no route writes (401, 404, 405, 413)."""
+    return {"detail": message}
+
+
 class Refused(Exception):
     """A request LightRAG would answer with `status` and `{"detail": detail}`."""
 

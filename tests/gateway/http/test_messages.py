@@ -42,7 +42,7 @@ def test_requests_take_short_enum_forms_in_nested_messages_too() -> None:
         ({"nope": 1}, "nope"),
         ({"top_k": "x"}, "top_k"),
         ({"mode": "unspecified"}, "mode"),
-        ({"history": [{"role": "user", "content": 3}]}, "history.content"),
+        ({"history": [{"role": "user", "content": 3}]}, "history[0].content"),
         ({"document_filter": {"doc_ids": "a"}}, "document_filter.doc_ids"),
     ],
 )
