@@ -38,7 +38,7 @@ def url(http_server: RunningServer) -> str:
 def client(url: str) -> Iterator[ollama.Client]:
     client = ollama.Client(host=url)
     yield client
-    client._client.close()
+    client.close()
 
 
 def test_the_models_are_the_query_modes_the_default_first(client: ollama.Client) -> None:

@@ -63,7 +63,7 @@ def test_a_history_turn_is_checked_by_the_engine(lightrag: httpx.Client) -> None
     request = {"query": "And then?", "conversation_history": history}
     location, message = refused_field(lightrag.post("/query", json=request))
     assert location == ["body", "conversation_history", 1, "role"]
-    assert "'user', 'assistant'" in message
+    assert "must be one of user, assistant" in message
     bad_turn = {"query": "And then?", "conversation_history": [{"role": "user"}]}
     assert refused_field(lightrag.post("/query", json=bad_turn))[0] == [
         "body",
