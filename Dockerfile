@@ -8,13 +8,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Runtime dependencies only (no dev extras); the sources are not kept in the image.
-COPY pyproject.toml README.md /tmp/kgstream-src/
+COPY pyproject.toml README.md constraints.txt /tmp/kgstream-src/
+COPY build_backend /tmp/kgstream-src/build_backend
 COPY kgstream /tmp/kgstream-src/kgstream
 COPY dataflow /tmp/kgstream-src/dataflow
 COPY connectors /tmp/kgstream-src/connectors
 COPY gateway /tmp/kgstream-src/gateway
-COPY protos /tmp/kgstream-src/protos
-RUN pip install /tmp/kgstream-src && rm -rf /tmp/kgstream-src
+COPY kgstream_protos /tmp/kgstream-src/kgstream_protos
+RUN pip install -c /tmp/kgstream-src/constraints.txt /tmp/kgstream-src && rm -rf /tmp/kgstream-src
 
 # A non-root user; /data (the data directory) is created here so a named volume
 # mounted on it starts out owned by that user.

@@ -11,9 +11,9 @@ ratio to the first row.
 
 Then the long-text case: seeded chunks of about 1200 tiktoken tokens (cl100k_base, LightRAG's
 default chunk size; ~1300-1400 WordPiece tokens), embedded whole as overlapping 256-token
-windows (the default) and cut at 256 tokens (``long_text="truncate"``, the old behaviour), at 1
-thread; windows are also timed without the padded-token cap, so windows of several chunks share
-a batch, and with the quantized copy. Ratios there are to the truncating row. Model loading and
+windows (the default) and cut at 256 tokens (``long_text="truncate"``), at 1 thread;
+windows are also timed without the padded-token cap, so windows of several chunks share a
+batch, and with the quantized copy. Ratios there are to the truncating row. Model loading and
 one warm-up call are excluded from the timings; the machine's other load is not, so compare rows
 of one run.
 """

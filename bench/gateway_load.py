@@ -141,7 +141,7 @@ def run_load(
 
 def processed_documents(address: str) -> int:
     """How many documents the index holds as PROCESSED (ListDocuments' total)."""
-    from protos.kgstream.v1 import query_pb2 as pb
+    from kgstream_protos.v1 import query_pb2 as pb
 
     channel = open_channel(address)
     try:

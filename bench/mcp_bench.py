@@ -95,7 +95,7 @@ def measure(address: str, url: str, questions: Sequence[str], calls: int, warmup
     from mcp import Client, StdioServerParameters
 
     from kgstream.query_command import build_request
-    from protos.kgstream.v1 import query_pb2_grpc
+    from kgstream_protos.v1 import query_pb2_grpc
 
     stdio = StdioServerParameters(
         command=sys.executable,

@@ -84,7 +84,7 @@ def open_channel(address: str) -> Any:
 
 
 def retrieve_stub(channel: Any) -> Any:
-    from protos.kgstream.v1 import query_pb2_grpc
+    from kgstream_protos.v1 import query_pb2_grpc
 
     return query_pb2_grpc.KnowledgeGraphStub(channel)  # type: ignore[no-untyped-call]
 

@@ -34,7 +34,7 @@ RESULTS_DIR = REPO_ROOT / "bench" / "results"
 FORMAT = 1
 MEASURED = "measured"
 # The folders whose changes make a commit "+modified" for a bench (the code it measures).
-SOURCE_FOLDERS = ("dataflow", "connectors", "kgstream", "gateway", "protos")
+SOURCE_FOLDERS = ("dataflow", "connectors", "kgstream", "gateway", "kgstream_protos", "protos")
 # The page's order: these benches first, in this order, then any other by file name.
 PAGE_ORDER = (
     "indexer_bench",

@@ -47,8 +47,9 @@ class WrittenPoints:
     point written again unchanged is skipped.
 
     A hub entity or a relation is rendered again whenever a chunk citing it changes, and
-    its point (name and description, their vector) mostly stays the same: at 16,000
-    documents, writing those points was 9% of a hub edit's time (docs/design.md, "Stores").
+    its point (name and description, their vector) mostly stays the same: writing those
+    points again would be a tenth of a hub edit's time on a large index
+    (docs/decisions/0014-points-that-cite-nothing.md).
     A digest is remembered only once its point is written and forgotten when the point is
     deleted, so a failed write is written again; a new process starts with none, and writes
     each point once more."""
@@ -91,6 +92,12 @@ class Stores:
         self.vectors = vectors
         self._embedded_redis = embedded_redis
         self._written = WrittenPoints()
+
+    @property
+    def embedded_redis(self) -> EmbeddedRedis | None:
+        """The redis-server these stores started and own (the embedded default), which
+        `revive` restarts and `close` stops; None for a server of the user's."""
+        return self._embedded_redis
 
     def write(self, batch: CommitBatch) -> int:
         """Vectors first, then the graph (whose version bump makes the batch visible).

@@ -146,7 +146,9 @@ def _load_encoding_once(name: str) -> tiktoken.Encoding:
     )
 
 
-_CACHED_TEXT_CHARS = 4096
+CACHED_TEXT_CHARS = 4096
+"""The longest text `TiktokenTokenizer.count` counts whole, through a cache, by default; a
+longer one is counted in parts (`split_for_counting`)."""
 
 # Where a long text is cut to be counted in parts: after the newline of "}\n{". Both
 # encodings' pre-tokenizers end a piece there (the punctuation run that holds "}" takes
@@ -162,9 +164,9 @@ def _cached_count(encoding_name: str, text: str) -> int:
     return len(load_encoding(encoding_name).encode_ordinary(text))
 
 
-def _parts(text: str) -> list[str]:
-    """`text` cut after each newline of "}\n{" (see `_PART_BREAK`); joined, the parts
-    are `text`."""
+def split_for_counting(text: str) -> list[str]:
+    """`text` cut after each newline of "}\n{" (see `_PART_BREAK`), the parts a long text
+    is counted in; joined, the parts are `text`."""
     pieces = text.split(_PART_BREAK)
     if len(pieces) == 1:
         return pieces
@@ -184,14 +186,23 @@ class TiktokenTokenizer:
     `Encoding.encode` does by default. That is why the core receives this
     adapter rather than the `Encoding` itself.
 
+    `cached_text_chars`: the longest text `count` counts whole through its cache; longer
+    ones are counted in parts (`split_for_counting`), each through the cache when it is
+    no longer than that.
+
     Pickles as its encoding name (the ranks are reloaded, once per process),
     so a dataflow step holding one stays cheap to ship to worker processes.
     """
 
-    __slots__ = ("_encoding",)
+    __slots__ = ("_cached_text_chars", "_encoding")
 
-    def __init__(self, encoding_name: str = DEFAULT_ENCODING) -> None:
+    def __init__(
+        self, encoding_name: str = DEFAULT_ENCODING, cached_text_chars: int = CACHED_TEXT_CHARS
+    ) -> None:
+        if cached_text_chars < 0:
+            raise ValueError(f"cached_text_chars must be >= 0; got {cached_text_chars}")
         self._encoding = load_encoding(encoding_name)
+        self._cached_text_chars = cached_text_chars
 
     @property
     def encoding_name(self) -> str:
@@ -200,6 +211,10 @@ class TiktokenTokenizer:
     @property
     def encoding(self) -> tiktoken.Encoding:
         return self._encoding
+
+    @property
+    def cached_text_chars(self) -> int:
+        return self._cached_text_chars
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)
@@ -213,17 +228,19 @@ class TiktokenTokenizer:
         Short texts are counted through a cache: the gateway counts the context line of
         every entity and relation it considers, and hub entities recur in most answers.
         """
-        if len(text) <= _CACHED_TEXT_CHARS:
+        if len(text) <= self._cached_text_chars:
             return _cached_count(self._encoding.name, text)
-        return sum(self._count_part(part) for part in _parts(text))
+        return sum(self._count_part(part) for part in split_for_counting(text))
 
     def _count_part(self, part: str) -> int:
-        if len(part) > _CACHED_TEXT_CHARS:
+        if len(part) > self._cached_text_chars:
             return len(self.encode(part))
         return _cached_count(self._encoding.name, part)
 
     def __repr__(self) -> str:
-        return f"TiktokenTokenizer({self.encoding_name!r})"
+        if self._cached_text_chars == CACHED_TEXT_CHARS:
+            return f"TiktokenTokenizer({self.encoding_name!r})"
+        return f"TiktokenTokenizer({self.encoding_name!r}, {self._cached_text_chars})"
 
-    def __reduce__(self) -> tuple[type[TiktokenTokenizer], tuple[str]]:
-        return (TiktokenTokenizer, (self.encoding_name,))
+    def __reduce__(self) -> tuple[type[TiktokenTokenizer], tuple[str, int]]:
+        return (TiktokenTokenizer, (self.encoding_name, self._cached_text_chars))

@@ -43,7 +43,8 @@ def store_write(batch: CommitBatch) -> StoreWrite:
 
 # Entity and relation points carry no citation lists (chunk ids, doc ids, paths): a hub's
 # would make every write of its point O(hub), where the same question, "what do these
-# chunks mention", is answered by a chunk point's `mentions` (docs/design.md, "Stores").
+# chunks mention", is answered by a chunk point's `mentions`
+# (docs/decisions/0014-points-that-cite-nothing.md).
 
 
 def entity_point(record: EntityRecord, vector: Vector) -> VectorPoint:

@@ -1,10 +1,11 @@
 """Extraction and embedding off the dataflow's thread, fairly by document.
 
-Bytewax runs each worker's steps on one thread, so an extraction made inside a step holds
-the whole worker: while a large document's chunks were being extracted, nothing else moved,
-and a one-line document saved behind it waited for most of it (docs/design.md, "Large
-documents"). Here the extract step only hands chunks to an `ExtractionPool` and collects
-what is done (`ExtractLogic` in dataflow/logic/extract.py); the pool's threads do the work:
+Bytewax runs each worker's steps on one thread, so an extraction made inside a step would
+hold the whole worker: nothing else would move while a large document's chunks were being
+extracted, and a one-line document saved behind it would wait for most of it
+(docs/decisions/0004-extraction-off-the-dataflow-thread.md). So the extract step only hands
+chunks to an `ExtractionPool` and collects what is done (`ExtractLogic` in
+dataflow/logic/extract.py); the pool's threads do the work:
 
 - extraction threads (as many as the LLM may take calls at once; one for the offline
   extractor, which holds the GIL) take chunks round-robin by document, so a document that
@@ -58,7 +59,8 @@ class ExtractionPool:
 
     `submit` returns a future per chunk. A failure of `extract` or `embed` (an exception,
     not a reason) is the future's exception: the extract step re-raises it on the
-    dataflow's thread, as when extraction ran there. Threads start on the first submit.
+    dataflow's thread, so it fails the run like an error of the step itself. Threads start
+    on the first submit.
     """
 
     def __init__(self, extract: ExtractMany, embed: EmbedMany, threads: int) -> None:

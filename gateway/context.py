@@ -105,9 +105,10 @@ def relation_line(relation: RetrievedRelation) -> str:
 class ContextLines:
     """The context lines of one call's entities and relations, each rendered once: a line
     is counted against its budget, measured for the next read of relations, and counted
-    again in the whole prompt, and rendering it each time (`json.dumps`) was about 7% of a
-    graph-mode Retrieve. Lines are kept by record object (held, so its id stays its own):
-    two reads of one key in a call may differ, and each item gets its own record's line."""
+    again in the whole prompt, and rendering it each time (`json.dumps`) would cost several
+    percent of a graph-mode Retrieve. Lines are kept by record object (held, so its id stays
+    its own): two reads of one key in a call may differ, and each item gets its own record's
+    line."""
 
     def __init__(self) -> None:
         self._lines: dict[int, tuple[object, str]] = {}
@@ -143,7 +144,7 @@ def chunk_line_tokens(reference_id: int, chunk: RetrievedChunk, tokens: TokenCou
     the reference number and the tail that holds the text. The tail is the same whatever
     number a call gives the chunk, so it is counted once (`_tail_tokens` caches it); the
     whole line, whose number changes from call to call, would be a new text every time
-    (counting chunk lines anew was most of a Retrieve's tokenizer time). Exact: in both
+    (counting chunk lines anew would be most of a Retrieve's tokenizer time). Exact: in both
     encodings' pre-tokenizers a run of digits followed by a quote ends a piece, and
     tiktoken counts pieces alone (tests/gateway/test_context.py checks it)."""
     return tokens.count(_chunk_line_head(reference_id)) + _tail_tokens(

@@ -24,7 +24,7 @@ from gateway.types import (
     Usage,
     parse_mode,
 )
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 _DEFAULTS = QueryParams(question="")
 DEFAULT_SEARCH_LIMIT = 20
@@ -218,6 +218,57 @@ def retrieval_to_proto(retrieval: Retrieval) -> pb.RetrievalResult:
         chunks=[_retrieved_chunk(c) for c in retrieval.chunks],
         references=[_reference(r) for r in retrieval.references],
         index_version=retrieval.index_version,
+    )
+
+
+def entity_from_proto(entity: pb.Entity) -> EntityRecord:
+    return EntityRecord(
+        key=entity.key,
+        name=entity.name,
+        type=entity.type,
+        description=entity.description,
+        source_chunk_ids=tuple(entity.source_chunk_ids),
+        file_paths=tuple(entity.file_paths),
+        doc_ids=tuple(entity.doc_ids),
+    )
+
+
+def relation_from_proto(relation: pb.Relation) -> RelationRecord:
+    return RelationRecord(
+        source=relation.source,
+        target=relation.target,
+        source_name=relation.source_name,
+        target_name=relation.target_name,
+        keywords=tuple(relation.keywords),
+        description=relation.description,
+        weight=relation.weight,
+        source_chunk_ids=tuple(relation.source_chunk_ids),
+        file_paths=tuple(relation.file_paths),
+        doc_ids=tuple(relation.doc_ids),
+    )
+
+
+def retrieval_from_proto(result: pb.RetrievalResult) -> Retrieval:
+    """The context a Retrieve answered (entities without their aliases, which no context
+    shows), for doors that render it as the engine does."""
+    return Retrieval(
+        mode=mode_from_proto(result.mode),
+        keywords=Keywords(tuple(result.keywords.high_level), tuple(result.keywords.low_level)),
+        entities=tuple(
+            RetrievedEntity(entity_from_proto(e.entity), e.score, e.degree) for e in result.entities
+        ),
+        relations=tuple(
+            RetrievedRelation(relation_from_proto(r.relation), r.score, r.degree)
+            for r in result.relations
+        ),
+        chunks=tuple(
+            RetrievedChunk(c.chunk_id, c.doc_id, c.file_path, c.text, c.score)
+            for c in result.chunks
+        ),
+        references=tuple(
+            Reference(r.reference_id, r.file_path, tuple(r.chunk_ids)) for r in result.references
+        ),
+        index_version=result.index_version,
     )
 
 

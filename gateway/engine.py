@@ -88,8 +88,6 @@ from gateway.types import (
 )
 
 MAX_TOP_K = 1000
-_FIRST_RELATION_READ = 64  # one-hop relations read before the budget is known
-_FIRST_ENTITY_READ = 32  # entities read before the budget is known
 _SLOT_POLL_SECONDS = 0.05  # a call waiting for a retrieval slot checks its deadline this often
 _MIN_LANE = 40  # chunks each lane contributes to a fusion, at least
 _BRIDGE_WEIGHT = 0.7
@@ -127,8 +125,9 @@ class _QueryVectors:
 
     An embedder spends its time outside the GIL (onnxruntime, an HTTP call), so the
     background costs a graph mode little wall time, as long as it is one call at a time:
-    concurrent onnxruntime runs fight the lanes for the cores (measured on 2 cores, mix:
-    p95 49.8 ms one at a time, 58.7 concurrently, 55.2 as one batch, 57.8 all up front)."""
+    concurrent onnxruntime runs fight the lanes for the cores, and on a small machine one
+    at a time gives a lower p95 than concurrent runs, one batch or all up front
+    (docs/decisions/0022-retrieval.md)."""
 
     def __init__(self, embedder: Embedder, texts: Sequence[str], pool: ThreadPoolExecutor) -> None:
         self._vectors: dict[str, Sequence[float]] = {}
@@ -190,6 +189,13 @@ class EngineOptions:
     shares its process with the indexer, and each retrieval running takes an equal share
     of it, so the bound is what keeps indexing going under query load.
     `limits`: the largest request taken (gateway/types.py says why each limit exists).
+    `first_relation_read`, `first_entity_read`: the one-hop relations and the entity
+    records read before the token budget is known; then about as many more as the budget
+    has room for (at least a quarter of these), until it cuts inside what was read. The
+    result is the same whatever they are: larger reads more of a hub than the budget
+    keeps, smaller takes more round trips.
+    `named_for_relations`: the entities the question names whose own relations the
+    relation lane ranks beside its searches (`find_relations`; 0: no such lane).
     """
 
     answer_cache_size: int = 1024
@@ -197,6 +203,9 @@ class EngineOptions:
     max_version_waits: int = 8
     max_concurrent_retrievals: int = 0
     limits: RequestLimits = DEFAULT_LIMITS
+    first_relation_read: int = 64
+    first_entity_read: int = 32
+    named_for_relations: int = 4
 
     def __post_init__(self) -> None:
         if self.max_concurrent_retrievals < 0:
@@ -216,6 +225,14 @@ class EngineOptions:
         if not self.version_wait_seconds >= 0:
             raise ValueError(
                 f"EngineOptions.version_wait_seconds must be >= 0; got {self.version_wait_seconds}"
+            )
+        for name in ("first_relation_read", "first_entity_read"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"EngineOptions.{name} must be >= 1; got {getattr(self, name)}")
+        if self.named_for_relations < 0:
+            raise ValueError(
+                f"EngineOptions.named_for_relations must be >= 0 (0: no named lane); "
+                f"got {self.named_for_relations}"
             )
 
 
@@ -363,7 +380,8 @@ def validate(params: QueryParams, limits: RequestLimits = DEFAULT_LIMITS) -> Non
     for index, turn in enumerate(params.history):
         if turn.role not in HISTORY_ROLES:
             raise InvalidQuery(
-                f"history[{index}].role", f"must be one of {HISTORY_ROLES}; got {shown(turn.role)}"
+                f"history[{index}].role",
+                f"must be one of {', '.join(HISTORY_ROLES)}; got {shown(turn.role)}",
             )
     if params.min_index_version < 0:
         raise InvalidQuery(
@@ -416,6 +434,10 @@ class QueryEngine:
         )
         slots = self.options.max_concurrent_retrievals
         self._retrieval_slots = threading.BoundedSemaphore(slots) if slots else None
+
+    @property
+    def limits(self) -> RequestLimits:
+        return self.options.limits
 
     def validate(self, params: QueryParams) -> None:
         validate(params, self.options.limits)
@@ -549,7 +571,15 @@ class QueryEngine:
         )
         in_scope = self._graph_scope(scope, version) if plan.reads_graph else GraphScope(scope)
         far = (
-            find_relations(stores, wording, vectors[high], top_k, in_scope, version, named.keys)
+            find_relations(
+                stores,
+                wording,
+                vectors[high],
+                top_k,
+                in_scope,
+                version,
+                named.keys[: self.options.named_for_relations],
+            )
             if plan.relation_lane
             else GraphLane()
         )
@@ -561,7 +591,8 @@ class QueryEngine:
         hop = one_hop(stores, [key for key, _ in near]) if near else OneHop()
         lines = ContextLines()
         local: list[RetrievedRelation] = []
-        read, size = 0, _FIRST_RELATION_READ
+        first = self.options.first_relation_read
+        read, size = 0, first
         while True:
             end = hop.slice_end(read, size)
             local += hop.read(stores, read, end, scope)
@@ -573,9 +604,7 @@ class QueryEngine:
             kept = {relation.record.pair for relation in relations}
             if read >= len(hop.pairs) or any(r.record.pair not in kept for r in local):
                 break  # the budget cut before the end of what was read: more cannot matter
-            size = self._room(
-                relations, lines.relation, params.max_relation_tokens, _FIRST_RELATION_READ // 4
-            )
+            size = self._room(relations, lines.relation, params.max_relation_tokens, first // 4)
         # Entities as LightRAG merges them: the local lane's, then the relations' ends.
         ranked_entities = round_robin_keys([near, [(key, 0.0) for key in far.ends]])
         reads = EntityReads(stores, scope, dict(named.records), dict(far.degrees))
@@ -584,8 +613,9 @@ class QueryEngine:
         call.check("the chunk searches")
         search = ChunkSearch(stores, question, vectors[question], scope, version)
         # Only relations the global lane found by their keywords cite chunks into the ranking:
-        # one-hop relations are ranked by degree, so their chunks lean to hubs (measured:
-        # local all_gold@10 0.69 with them, 0.90 without, on the dev set).
+        # one-hop relations are ranked by degree, so their chunks lean to hubs (on the dev
+        # set, bench/retrieval_eval.py, local mode finds both gold passages far less often
+        # with them).
         searched = {relation.record.pair for relation in far.relations}
         found = [relation for relation in relations if relation.record.pair in searched]
         ranked = self._rank_chunks(plan, search, entities, found, params.chunk_top_k)
@@ -622,7 +652,8 @@ class QueryEngine:
         """The longest prefix of the `ranked` entities whose lines fit `budget`, their
         records read a slice at a time until the budget cuts inside what was read."""
         entities: list[RetrievedEntity] = []
-        read, size = 0, _FIRST_ENTITY_READ
+        first = self.options.first_entity_read
+        read, size = 0, first
         while True:
             end = min(read + size, len(ranked))
             entities += reads.read(ranked[read:end])
@@ -630,7 +661,7 @@ class QueryEngine:
             kept = cut_by_tokens(entities, lines.entity, budget, self.tokenizer)
             if read >= len(ranked) or len(kept) < len(entities):
                 return kept
-            size = self._room(kept, lines.entity, budget, _FIRST_ENTITY_READ // 4)
+            size = self._room(kept, lines.entity, budget, first // 4)
 
     def _room(self, kept: Sequence[T], line: Callable[[T], str], budget: int, least: int) -> int:
         """About how many more items the budget has room for, at the kept ones' mean line

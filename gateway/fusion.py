@@ -3,8 +3,8 @@
 Cosine similarities, BM25 sums and graph reachability live on different scales, so
 kgstream fuses lanes by rank (Cormack et al., 2009): an item's fused score is the sum
 over the lanes that found it of `weight / (k + rank)`. A small `k` favours the items a
-lane ranks first; on the two-hop dev set (bench/retrieval_eval.py) k=10 kept more of
-both gold passages in the top five than the customary 60.
+lane ranks first; on the two-hop dev set (bench/retrieval_eval.py) k=10 keeps more of
+both gold passages in the top five than the customary 60 (docs/decisions/0022-retrieval.md).
 """
 
 from __future__ import annotations

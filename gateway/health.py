@@ -6,6 +6,10 @@ status: SERVING when every check passes, NOT_SERVING when one fails. A change is
 once, with the failing store and its error, so an outage shows in the log, in `grpcurl
 ... grpc.health.v1.Health/Check` and in a container's health check, while Retrieve
 answers UNAVAILABLE meanwhile.
+
+`ListingHealthServicer` answers Health/List too: health.proto has the method, but
+grpcio-health-checking's servicer leaves it to the generated base, which answers
+UNIMPLEMENTED and logs an ERROR traceback at every call.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
+import grpc
 from grpc_health.v1 import health, health_pb2
+from typing_extensions import override
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -23,6 +29,43 @@ HealthCheck = Callable[[], object]
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+class ListingHealthServicer(health.HealthServicer):  # type: ignore[misc]
+    """grpcio-health-checking's servicer plus List: the status of every service set so far,
+    the server's own ("") included, as Check would answer each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Re-entrant: the base's graceful shutdown sets each status through `set`.
+        self._listed_lock = threading.RLock()
+        self._listed: dict[str, int] = {"": SERVING}  # the base starts the server SERVING
+        self._frozen = False
+
+    @override
+    def set(self, service: str, status: int) -> None:
+        with self._listed_lock:
+            super().set(service, status)
+            if not self._frozen:
+                self._listed[service] = status
+
+    @override
+    def enter_graceful_shutdown(self) -> None:
+        """Every status NOT_SERVING, and later changes ignored (as the base does)."""
+        with self._listed_lock:
+            super().enter_graceful_shutdown()
+            self._frozen = True
+
+    @override
+    def List(
+        self, request: health_pb2.HealthListRequest, context: grpc.ServicerContext
+    ) -> health_pb2.HealthListResponse:
+        with self._listed_lock:
+            statuses = {
+                service: health_pb2.HealthCheckResponse(status=status)
+                for service, status in self._listed.items()
+            }
+        return health_pb2.HealthListResponse(statuses=statuses)
 
 
 class StoreHealth:

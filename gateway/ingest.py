@@ -19,7 +19,7 @@ from dataflow.core.documents import (
     prepare_document,
 )
 from gateway.status import abort, invalid, statuses
-from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc
+from kgstream_protos.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc
 
 
 class EventPublisher(Protocol):

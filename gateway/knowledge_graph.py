@@ -3,18 +3,29 @@ straight from the graph records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import grpc
 
+from connectors.embeddings.base import Embedder
 from connectors.redis.ports import GraphRecords
+from dataflow.core.contributions import RelationPair, RelationRecord
 from dataflow.core.documents import DocumentStatus
 from dataflow.core.naming import entity_key, relation_pair
 from gateway import convert
 from gateway.status import abort, call_deadline_of, in_range, invalid, statuses
-from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval, Usage, shown
-from protos.kgstream.v1 import query_pb2, query_pb2_grpc
+from gateway.types import (
+    Answer,
+    AnswerStream,
+    CallDeadline,
+    QueryParams,
+    RequestLimits,
+    Retrieval,
+    Usage,
+    shown,
+)
+from kgstream_protos.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
 MAX_SUBGRAPH_DEPTH = 10
@@ -30,7 +41,14 @@ class Engine(Protocol):
     `deadline` is the call's deadline and liveness (`CallDeadline`); the engine raises
     IndexVersionTimeout when `min_index_version` is not reached by then, and
     CallAbandoned when the client cancelled or left between two stages of the work.
+    `limits` are what `validate` holds requests to; `embedder` embeds the questions.
     """
+
+    @property
+    def limits(self) -> RequestLimits: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
 
     def validate(self, params: QueryParams) -> None: ...
 
@@ -47,6 +65,11 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
     def __init__(self, engine: Engine, graph: GraphRecords) -> None:
         self._engine = engine
         self._graph = graph
+
+    @property
+    def limits(self) -> RequestLimits:
+        """The limits a QueryRequest is held to (the OpenAPI document states them)."""
+        return self._engine.limits
 
     # -- queries ---------------------------------------------------------------
 
@@ -172,14 +195,7 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
                 )
             order, truncated = _walk(self._graph, seed, depth, max_nodes)
             entities = self._graph.get_entities(order)
-            members = set(order)
-            pairs = {
-                pair
-                for edges in self._graph.edges_of(order).values()
-                for pair in edges
-                if pair[0] in members and pair[1] in members
-            }
-            relations = self._graph.get_relations(sorted(pairs))
+            relations = relations_among(self._graph, order)
         return query_pb2.GetSubgraphResponse(
             entities=[convert.entity_to_proto(entities[k]) for k in order if k in entities],
             relations=[convert.relation_to_proto(relations[p]) for p in sorted(relations)],
@@ -235,6 +251,18 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
             total=total,
             index_version=version,
         )
+
+
+def relations_among(graph: GraphRecords, keys: Sequence[str]) -> dict[RelationPair, RelationRecord]:
+    """Every relation between two of the entities `keys`, by pair."""
+    members = set(keys)
+    pairs = {
+        pair
+        for edges in graph.edges_of(keys).values()
+        for pair in edges
+        if pair[0] in members and pair[1] in members
+    }
+    return graph.get_relations(sorted(pairs))
 
 
 def _walk(graph: GraphRecords, seed: str, depth: int, max_nodes: int) -> tuple[list[str], bool]:

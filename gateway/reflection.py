@@ -1,10 +1,10 @@
 """Server reflection that shows the protos' comments, as grpc.reflection.v1 and v1alpha.
 
 grpcio-reflection (1.85) serves each file as the generated module's descriptor, which
-protoc strips of comments, so `grpcurl describe` showed no defaults or ranges; and it
+protoc strips of comments, so `grpcurl describe` would show no defaults or ranges; and it
 serves only v1alpha, while current clients ask for v1 first. This servicer answers from
 the same descriptor pool (so every symbol the server knows resolves), but hands out our
-files as `protos/kgstream/v1/descriptors.binpb` has them: with their source info (written
+files as `kgstream_protos/v1/descriptors.binpb` has them: with their source info (written
 by scripts/gen-protos, and checked against the .proto files by tests/protos). v1 and
 v1alpha are the same protocol (v1 copied the messages field for field), so one servicer
 with v1alpha's message classes serves both names.
@@ -27,7 +27,7 @@ SERVICE_NAMES = (V1_SERVICE, V1ALPHA_SERVICE)
 
 def commented_files() -> dict[str, bytes]:
     """Our files' serialized FileDescriptorProtos, with comments, by file name."""
-    data = resources.files("protos.kgstream.v1").joinpath("descriptors.binpb").read_bytes()
+    data = resources.files("kgstream_protos.v1").joinpath("descriptors.binpb").read_bytes()
     files = descriptor_pb2.FileDescriptorSet.FromString(data).file
     return {file.name: file.SerializeToString() for file in files}
 

@@ -23,13 +23,11 @@ from grpc_health.v1 import health, health_pb2_grpc
 
 from connectors.redis.ports import GraphRecords, IndexControl
 from gateway.auth import BearerTokenInterceptor
-from gateway.engine import DEFAULT_LIMITS
-from gateway.health import HealthCheck, StoreHealth
+from gateway.health import HealthCheck, ListingHealthServicer, StoreHealth
 from gateway.ingest import EventPublisher, IngestService
 from gateway.knowledge_graph import Engine, KnowledgeGraphService
 from gateway.reflection import enable_reflection
-from gateway.types import RequestLimits
-from protos.kgstream.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from kgstream_protos.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 if TYPE_CHECKING:  # Starlette and uvicorn load only when the HTTP API is served
     from gateway.http.server import RunningHttpServer
@@ -52,8 +50,6 @@ class ServerOptions:
     # The HTTP/JSON API (gateway/http/) beside gRPC, over the same services; None: off.
     http_address: str | None = None
     http_cors_origins: tuple[str, ...] = ()  # origins a browser may call it from; none: off
-    # The engine's request limits, which the MCP tools' schemas state (the engine enforces them).
-    request_limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
         host, colon, port = self.address.rpartition(":")
@@ -138,7 +134,7 @@ def serve(
     ingest_pb2_grpc.add_IngestServicer_to_server(  # type: ignore[no-untyped-call]
         ingest, server
     )
-    health_servicer = health.HealthServicer()
+    health_servicer = ListingHealthServicer()
     store_health = StoreHealth(
         health_servicer,
         ("", KNOWLEDGE_GRAPH_SERVICE, INGEST_SERVICE),
@@ -159,10 +155,14 @@ def serve(
         raise OSError(f"cannot bind the gateway to {options.address}: address in use or invalid")
     http = None
     if options.http_address is not None:
+        from gateway.embeddings import EmbeddingService
         from gateway.http.app import HttpApi, HttpOptions, create_app
-        from gateway.http.chat import chat_routes
+        from gateway.http.chat import openai_door
+        from gateway.http.embeddings import EmbeddingsRoute
+        from gateway.http.lightrag import lightrag_door
+        from gateway.http.ollama import ollama_door
         from gateway.http.server import serve_http
-        from gateway.mcp.http import MCP_REQUEST_HEADERS, MCP_RESPONSE_HEADERS, mcp_endpoint
+        from gateway.mcp.http import MCP_REQUEST_HEADERS, MCP_RESPONSE_HEADERS, mcp_door
         from gateway.mcp.server import build_server
         from gateway.mcp.servicers import LocalServicers
         from gateway.mcp.tools import ToolLimits
@@ -175,17 +175,18 @@ def serve(
             cors_request_headers=MCP_REQUEST_HEADERS,
             cors_response_headers=MCP_RESPONSE_HEADERS,
         )
-        mcp_http = mcp_endpoint(
-            build_server(
-                LocalServicers(knowledge_graph, ingest, graph),
-                ToolLimits(options.request_limits, options.max_message_bytes),
-            ),
-            options.max_message_bytes,
-            options.http_cors_origins,
+        mcp = build_server(
+            LocalServicers(knowledge_graph, ingest, graph),
+            ToolLimits(knowledge_graph.limits, options.max_message_bytes),
         )
-        app = create_app(
-            api, http_options, chat_routes(knowledge_graph), [mcp_http.route], mcp_http.lifespan
-        )
+        embeddings = EmbeddingsRoute(EmbeddingService(engine.embedder))
+        doors = [
+            openai_door(knowledge_graph, embeddings),
+            ollama_door(knowledge_graph),
+            lightrag_door(api),
+            mcp_door(mcp, options.max_message_bytes, options.http_cors_origins),
+        ]
+        app = create_app(api, http_options, doors)
         try:
             http = serve_http(app, options.http_address)
         except (OSError, ValueError):

@@ -225,14 +225,14 @@ MAX_QUESTION_CHARS = 4000
 A question is a sentence or a paragraph; 4000 characters is about 800 words, far more
 than a question needs. Keyword extraction (offline or by the LLM), the embedding and the
 answer prompt take the whole question on every call, so an unbounded one costs time and
-tokens for nothing (a 10 MB question kept a core busy for minutes); longer text belongs
+tokens for nothing (a 10 MB question keeps a core busy for minutes); longer text belongs
 in a document, not a query.
 """
 
 MAX_KEYWORDS = 100
 """Keywords a request may pass, both levels together, by default (setting `max_keywords`):
-each is embedded and looked up, so 10,000 of them took 49 s. Keywords the LLM extracts
-are cut to the same number."""
+each is embedded and looked up, so 10,000 of them take most of a minute. Keywords the LLM
+extracts are cut to the same number."""
 
 MAX_KEYWORD_CHARS = 200
 """The longest keyword accepted by default (setting `max_keyword_chars`): a keyword is a

@@ -67,10 +67,12 @@ def build_chat_client(settings: Settings, metrics: Metrics | None = None) -> Cha
 def build_embedder(settings: Settings) -> Embedder:
     """The configured embedder, behind a cache of recent texts (edits re-render many
     entities to the same text)."""
-    return CachedEmbedder(_model_embedder(settings))
+    return CachedEmbedder(model_embedder(settings))
 
 
-def _model_embedder(settings: Settings) -> Embedder:
+def model_embedder(settings: Settings) -> Embedder:
+    """The configured embedding model itself: an OpenAI-compatible endpoint when
+    `embedding_base_url` is set, else the local MiniLM."""
     if settings.embedding_base_url:
         return OpenAIEmbedder(
             OpenAIEmbeddingOptions(
@@ -178,10 +180,10 @@ def build_components(
     )
 
 
-# Retrievals at once in `kgstream run` (unless max_concurrent_retrievals is set): with 8
-# clients querying, freshness p50 / p95 on the 1,000-document index went from 5.1 / 7.5 s
-# unbounded to 1.5 / 2.3 s with 2 and 1.1 / 1.8 s with 1, for 18, 16 and 14 Retrieve calls/s
-# (bench/indexer_bench.py --only fresh-folder --query-clients 8; README, Benchmarks).
+# Retrievals at once in `kgstream run` (unless max_concurrent_retrievals is set): one keeps
+# edits visible within seconds under a query load, for somewhat fewer queries answered per
+# second (docs/decisions/0024-retrieval-slots.md; bench/indexer_bench.py --only fresh-folder
+# --query-clients 8 measures it).
 RETRIEVALS_BESIDE_INDEXER = 1
 
 
@@ -245,7 +247,6 @@ def serve_gateway(
         tls_key_path=settings.grpc_tls_key_path,
         http_address=settings.http_address or None,
         http_cors_origins=settings.http_cors_origins,
-        request_limits=settings.request_limits(),
     )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
     return serve(engine, stores.graph, stores.control, options, producer, health_checks=checks)

@@ -6,6 +6,7 @@ Errors a user can fix print one line and a hint, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,14 @@ def mode_argument(text: str) -> Mode:
         raise argparse.ArgumentTypeError(error.detail) from None
 
 
+def installed_version() -> str:
+    """kgstream's version as installed (the package metadata pip wrote from pyproject.toml)."""
+    try:
+        return importlib.metadata.version("kgstream")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed: run scripts/bootstrap, or pip install .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kgstream",
@@ -51,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
             "entities, relations and chunks out, exact after every edit and deletion."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"kgstream {installed_version()}")
     parser.add_argument(
         "--config", type=Path, default=None, help="a TOML settings file (keys = setting names)"
     )

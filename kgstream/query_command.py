@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.convert import mode_to_proto
 from gateway.types import Mode
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 
 def build_request(question: str, mode: Mode, top_k: int | None) -> pb.QueryRequest:

@@ -27,7 +27,7 @@ def partitions_hint(held: str) -> str:
     return (
         f"the processes of a cluster must together hold every recovery partition (this one "
         f"holds {held}); move the part-N.sqlite3 files of a process that left to one that "
-        "stays (docs/design.md, Recovery)"
+        "stays (docs/operations.md#more-workers-and-processes)"
     )
 
 
@@ -42,7 +42,9 @@ def recovery_errors() -> Iterator[None]:
         raise UserError(str(error), f"move it out of {error.path.parent}") from None
     except MixedPartitionSetsError as error:
         raise UserError(
-            str(error), "keep only the partitions of this cluster's set (docs/design.md, Recovery)"
+            str(error),
+            "keep only the partitions of this cluster's set "
+            "(docs/operations.md#more-workers-and-processes)",
         ) from None
     except ResumeRefusedError as error:
         raise UserError(str(error), partitions_hint(error.held)) from None

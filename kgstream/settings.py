@@ -40,95 +40,186 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    # where state lives
+    # Every field has a comment of its own, right above it or at its line's end: what it does,
+    # its unit and its limits. docs/settings.md is generated from them (scripts/gen-docs), and
+    # the generator stops when a field has none. Section headings stand apart (a blank line).
+
+    # -- where state lives
+
+    # the directory of this process's state: the recovery partitions (`recovery/`), the
+    # embedded Redis and vector store when no server is set, and the LLM's reply cache; one
+    # writer at a time
     data_dir: Path = Path("kgstream-data")
+    # the index's name in the stores (Redis keys `kg:<workspace>:...`, vector collections
+    # `kg_<workspace>_...`), so several indexes can share one Redis and one Qdrant; 1-64
+    # characters of A-Z a-z 0-9 _ . -
     workspace: str = "default"
-    # documents and chunking (LightRAG defaults)
+
+    # -- documents and chunking (LightRAG's defaults)
+
+    # a document over this many bytes is FAILED as too large (the folder source reads no
+    # further than that); > 0
     max_document_bytes: int = 10_000_000
     # a large document is passed on from extraction in pieces of this many extracted chunks
     # (0: whole), each committed and shown as progress; documents saved after it overtake it
-    # (docs/design.md, "Extraction off the dataflow's thread")
+    # (docs/decisions/0004-extraction-off-the-dataflow-thread.md)
     document_chunks_per_round: int = 64
-    # the dataflow's epoch (Bytewax's epoch interval): keyed state is snapshotted into the
-    # recovery database once per epoch, and a restart after a crash replays at most about
-    # one epoch of input (docs/design.md, "Epochs of 10 s")
+    # the dataflow's epoch in seconds (Bytewax's epoch interval; > 0): keyed state is
+    # snapshotted into the recovery partitions once per epoch, and a restart after a crash
+    # replays at most about one epoch of input (docs/decisions/0005-epochs-of-ten-seconds.md)
     epoch_seconds: float = 10.0
+    # the longest chunk, in tokens of `tokenizer_encoding`; > 0
     chunk_token_size: int = 1200
+    # tokens that consecutive windows of a long text share; >= 0 and < chunk_token_size
     chunk_overlap_tokens: int = 100
+    # a separator the text is split on first (e.g. `"\n\n"`): each piece that fits is a chunk,
+    # a longer one is cut into token windows; unset: token windows over the whole text
     split_by_character: str | None = None
+    # the tiktoken encoding that chunk sizes and the gateway's token budgets are counted in:
+    # cl100k_base or o200k_base (both ship with kgstream; nothing is downloaded)
     tokenizer_encoding: str = "cl100k_base"
-    # extraction: the offline extractor unless an LLM endpoint is set
+
+    # -- extraction: the offline extractor unless an LLM endpoint is set
+
+    # an OpenAI-compatible endpoint (e.g. https://api.openai.com/v1) for extraction,
+    # summaries, query keywords and answers; unset: the offline extractor, offline keywords
+    # and extractive answers
     llm_base_url: str | None = None
+    # the LLM endpoint's API key (a secret: masked in `kgstream config`); unset: for an
+    # endpoint that checks none
     llm_api_key: str | None = None
+    # the model every LLM call asks for; its replies are cached by prompt and model under
+    # data_dir, so another model costs new calls
     llm_model: str = "gpt-4o-mini"
+    # the longest one LLM request may take, in seconds, before it counts as failed (and is
+    # retried); > 0
     llm_timeout_seconds: float = 60.0
+    # LLM requests in flight at once, shared by extraction, summaries and the gateway's
+    # answers in one process; >= 1
     llm_max_concurrency: int = 4
+    # retries of an LLM request that failed in a way retrying may fix (timeouts, 429, 5xx, a
+    # reply not in the asked format), after the first try; a chunk whose extraction still
+    # fails leaves its document FAILED (`kgstream retry-failed`); >= 0
     llm_max_retries: int = 3
+    # LLM extraction's "what did you miss?" passes per chunk after the first (LightRAG's
+    # gleaning), each one more call; 0: none
     max_gleaning: int = 1
+    # the entity types the LLM is asked to extract (comma-separated; none blank); the
+    # offline extractor keeps its own
     entity_types: tuple[str, ...] = ("organization", "person", "geo", "event", "category")
+    # the language the LLM writes names, keywords, descriptions and summaries in
     language: str = "English"
-    # descriptions: summarised above these sizes
+
+    # -- descriptions: an entity's or relation's fragment descriptions joined, or summarised
+    # (by the LLM, else extractively) above these sizes
+
+    # a record with more than this many distinct descriptions has them summarised; >= 1
     summarize_over_fragments: int = 8
+    # a record whose descriptions joined are over this many tokens has them summarised; >= 1
     summarize_over_tokens: int = 1200
+    # the longest summary, in tokens (the LLM is asked for it; the extractive one keeps the
+    # best-supported descriptions that fit); >= 1
     summary_max_tokens: int = 500
-    # A key is summarised at most once per this long (0: on every change; docs/design.md)
+    # seconds: a key due a summary is summarised at most once per this long (0: on every
+    # change; docs/decisions/0025-no-summary-window-by-default.md); with an LLM only
     summary_coalesce_seconds: float = 0.0
-    # embeddings: the local MiniLM unless an embedding endpoint is set
+
+    # -- embeddings: the local MiniLM unless an embedding endpoint is set
+
+    # an OpenAI-compatible endpoint for embeddings; unset: the local all-MiniLM-L6-v2
     embedding_base_url: str | None = None
+    # the embedding endpoint's API key (a secret: masked in `kgstream config`); unset: for
+    # an endpoint that checks none
     embedding_api_key: str | None = None
+    # the model the embedding endpoint is asked for; with the dimension it names the vector
+    # collections, so another model needs `kgstream rebuild-vectors` (unused by the local
+    # model)
     embedding_model: str = "all-MiniLM-L6-v2"
+    # the width of the embedding endpoint's vectors: a reply of another width is an error
+    # (the local model's are 384 wide whatever this says); >= 1
     embedding_dimension: int = 384
     # local model and texts over its 256 tokens: "windows" (embed overlapping windows and
     # average: the whole chunk counts) or "truncate" (its start only; ~5x faster on long chunks)
     embedding_long_text: str = "windows"
-    # onnxruntime threads of the local model; 0: one per core, at most 4 (measured on 2 cores:
-    # indexing 1.6x faster than 1 thread). With several dataflow workers, 1 avoids oversubscribing.
+    # onnxruntime threads of the local model; 0: one per core this process may run on, at
+    # most 4. With several dataflow workers, 1 keeps them from fighting for the cores.
     embedding_threads: int = 0
-    # local model: int8 matrix products (a dynamically quantized copy, made once into the model
-    # cache; 1.5x faster, docs/design.md) or false: the shipped model's float products (the
-    # vector space of indexes built before December 4, 2026)
+    # local model: int8 matrix products (a dynamically quantized copy, made once into the
+    # model cache; about 1.5x faster, docs/decisions/0015-int8-minilm.md) or false: the
+    # shipped model's float products, another vector space (`kgstream rebuild-vectors`
+    # re-embeds an index made with the other)
     embedding_quantized: bool = True
-    # stores: embedded unless URLs are set
+
+    # -- stores: embedded unless URLs are set
+
+    # a Redis server (redis://, rediss:// for TLS, unix://) or a Redis Cluster
+    # (redis+cluster://host:port,host:port, rediss+cluster://); unset: a redis-server
+    # started on a private socket under data_dir
     redis_url: str | None = None
-    redis_password: str | None = (
-        None  # joined to redis_url (e.g. from KGSTREAM_REDIS_PASSWORD_FILE)
-    )
+    # joined to redis_url (URL-escaped), e.g. from KGSTREAM_REDIS_PASSWORD_FILE; not with a
+    # password in redis_url (a secret: masked in `kgstream config`)
+    redis_password: str | None = None
+    # a Qdrant server or cluster (http://host:6333); unset: Qdrant Edge in process, under
+    # data_dir
     qdrant_url: str | None = None
-    # a Qdrant cluster's layout of each new collection (unset: Qdrant's defaults); a server only
+    # shards of each collection kgstream creates on the Qdrant server (unset: Qdrant's
+    # default, one per node); >= 1; an existing collection keeps its layout
     qdrant_shard_number: int | None = None
+    # copies of each shard of a new collection (unset: Qdrant's default, 1); >= 1
     qdrant_replication_factor: int | None = None
+    # replicas that must apply a write before Qdrant confirms it (unset: 1); at most
+    # qdrant_replication_factor, and equal to it for read-your-writes on every replica
     qdrant_write_consistency_factor: int | None = None
-    # event log
+
+    # -- event log
+
+    # Kafka brokers (host:port, comma-separated): `kgstream run` reads the topic instead of
+    # a folder, and Ingest publishes to it; unset: a watched folder
     kafka_bootstrap_servers: str | None = None
+    # the Kafka topic of document events, keyed by doc id (the event format: docs/sources.md)
     kafka_topic: str = "kgstream.documents"
     # where undecodable messages are copied (with reason headers); unset: logged, counted and
-    # listed by `kgstream status` only
+    # listed by `kgstream status` only; never kafka_topic
     dlq_topic: str | None = None
-    # gateway
+
+    # -- gateway
+
+    # host:port the gRPC gateway listens on (port 0: a free one, printed at start)
     grpc_address: str = "127.0.0.1:50051"
+    # a bearer token every call of the gRPC and HTTP APIs must carry (a secret: masked in
+    # `kgstream config`); health checks and reflection stay open; unset: no auth
     grpc_auth_token: str | None = None
-    # TLS for the gateway: PEM certificate (chain) and private key; unset: plaintext
-    # (named _path: an env variable ending in _FILE means "the value is in that file")
+    # TLS for the gateway: the PEM certificate (chain); set with grpc_tls_key_path; unset:
+    # plaintext (named _path: an env variable ending in _FILE means "the value is in that
+    # file")
     grpc_tls_cert_path: Path | None = None
+    # TLS for the gateway: the PEM private key of grpc_tls_cert_path
     grpc_tls_key_path: Path | None = None
     # the HTTP/JSON API, chat endpoint and web UI (docs/http-api.md), beside gRPC, with the
     # same auth token; empty: off. 9621 is LightRAG's server port.
     http_address: str | None = "127.0.0.1:9621"
     # origins a browser may call the HTTP API from (CORS); none: same-origin only
     http_cors_origins: tuple[str, ...] = ()
-    # request limits (gateway/types.py says why each exists); over one: INVALID_ARGUMENT
+    # the longest question a request may ask, in characters; over it: INVALID_ARGUMENT
+    # naming the limit (gateway/types.py says why each limit exists); >= 1
     max_question_chars: int = 4000
-    max_keywords: int = 100  # high- and low-level keywords together
+    # keywords a request may pass, high- and low-level together (an LLM's are cut to it);
+    # more: INVALID_ARGUMENT; >= 1
+    max_keywords: int = 100
+    # the longest keyword a request may pass, in characters; over it: INVALID_ARGUMENT; >= 1
     max_keyword_chars: int = 200
-    # min_index_version: the longest wait whatever the call's deadline, and how many calls
-    # may wait at once (each holds one of the gateway's 16 workers; keep it well below)
+    # min_index_version: the longest wait in seconds, whatever the call's deadline; >= 0
     version_wait_seconds: float = 30.0
+    # min_index_version: how many calls may wait at once (each holds one of the gateway's 16
+    # workers; keep it well below); one more is RESOURCE_EXHAUSTED at once; >= 1
     max_version_waits: int = 8
     # retrievals running at once; more calls wait for a slot (within their deadline). Unset:
     # 1 in `kgstream run`, whose indexer shares the process (and its GIL), so queries cannot
     # take its share; no bound in `kgstream serve`. 0: no bound.
     max_concurrent_retrievals: int | None = None
-    # operations
+
+    # -- operations
+
     metrics_address: str | None = None  # HOST:PORT for Prometheus metrics; off when unset
     log_format: str = "auto"  # auto (JSON when stderr is not a terminal), json or text
     log_level: str = "INFO"  # kgstream's own records from this level up

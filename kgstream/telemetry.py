@@ -8,10 +8,18 @@ import threading
 import time
 from typing import Any
 
+from connectors.embeddings.base import Embedder
 from connectors.redis.ports import IndexControl
 from dataflow.core.commit import CommitBatch
 from dataflow.core.messages import SourceEvent
-from gateway.types import Answer, AnswerStream, CallDeadline, QueryParams, Retrieval
+from gateway.types import (
+    Answer,
+    AnswerStream,
+    CallDeadline,
+    QueryParams,
+    RequestLimits,
+    Retrieval,
+)
 from kgstream.metrics import Metrics
 
 _LOGGER = logging.getLogger(__name__)
@@ -97,6 +105,16 @@ class MeteredEngine:
     def __init__(self, engine: Any, metrics: Metrics) -> None:
         self._engine = engine
         self._metrics = metrics
+
+    @property
+    def limits(self) -> RequestLimits:
+        limits: RequestLimits = self._engine.limits
+        return limits
+
+    @property
+    def embedder(self) -> Embedder:
+        embedder: Embedder = self._engine.embedder
+        return embedder
 
     def validate(self, params: QueryParams) -> None:
         self._engine.validate(params)

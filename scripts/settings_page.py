@@ -2,7 +2,8 @@
 
 Every field of `Settings` is listed in source order with its environment variable, the
 command-line flags that set it, its type and default, and what the source says of it: the
-comment block right above the field, its end-of-line comment, or a docstring after it. The
+comment block right above the field, its end-of-line comment, or a docstring after it. A
+field with none of these stops the script, naming it, so the page cannot lose a meaning. The
 flags are found by running the CLI's own argument handling (`kgstream.cli.settings_from`) on
 each option and seeing which setting it changes, so nothing here repeats the CLI.
 
@@ -58,7 +59,8 @@ def _comments(source: str) -> dict[int, tuple[str, bool]]:
 
 
 def read_fields(source: str) -> list[Field]:
-    """The fields of `Settings` in source order, with the comments that describe them."""
+    """The fields of `Settings` in source order, with the comments that describe them; stops
+    (SystemExit) when the source's fields are not the dataclass's, or one has no comment."""
     tree = ast.parse(source)
     comments = _comments(source)
     klass = next(
@@ -91,6 +93,13 @@ def read_fields(source: str) -> list[Field]:
         raise SystemExit(
             f"{SOURCE}: the fields read from the source ({[f.name for f in found]}) are not "
             f"the dataclass's ({declared})"
+        )
+    silent = [field.name for field in found if not field.meaning]
+    if silent:
+        raise SystemExit(
+            f"{SOURCE}: no comment on the setting(s) {', '.join(silent)}: write one line "
+            "right above each (or at the end of its line) saying what it does, with its unit "
+            "and limits; docs/settings.md takes the setting's meaning from it"
         )
     return found
 

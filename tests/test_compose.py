@@ -144,12 +144,15 @@ def test_the_image_copies_every_package_that_pyproject_installs():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     includes = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     packages = {pattern.rstrip("*") for pattern in includes}
+    packages |= set(pyproject["build-system"].get("backend-path", []))  # the build backend
     dockerfile = (ROOT / "Dockerfile").read_text()
     copied = set(re.findall(r"^COPY (\S+) /tmp/kgstream-src/\1$", dockerfile, re.MULTILINE))
     assert packages <= copied, f"the Dockerfile does not copy {sorted(packages - copied)}"
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     ignored = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-    assert not (packages | {"pyproject.toml", "README.md"}) & ignored
+    assert not (packages | {"pyproject.toml", "README.md", "constraints.txt"}) & ignored
+    # The ranged dependencies at the versions CI tests (tests/test_dependencies.py).
+    assert "pip install -c /tmp/kgstream-src/constraints.txt /tmp/kgstream-src" in dockerfile
 
 
 def test_every_kgstream_command_parses_with_the_real_cli(kgstream_services, capsys):

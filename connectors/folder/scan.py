@@ -67,9 +67,9 @@ class DocumentPaths:
     A file that is no symlink resolves to its folder's resolved path plus its name, so it
     lies inside the root exactly when its folder resolves inside it: the answers are
     `is_document_path`'s (a test compares the two on a tree of hostile links). Resolving
-    every file cost a rescan of 16,000 files about 14 system calls each, a quarter of the
-    indexer's time on that folder (docs/design.md, "The watched folder"). Folders are
-    remembered for the object's life: make one per pass, not one per run.
+    every file in full costs about 14 system calls a file on every rescan of the whole
+    folder, a large share of the indexer's time on a big one. Folders are remembered for the
+    object's life: make one per pass, not one per run.
     """
 
     def __init__(self, root: Path) -> None:

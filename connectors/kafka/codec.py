@@ -30,7 +30,7 @@ from dataflow.core.documents import (
     DocumentUpsert,
     doc_id_problem,
 )
-from protos.kgstream.v1.events_pb2 import DocumentEvent
+from kgstream_protos.v1.events_pb2 import DocumentEvent
 
 
 @dataclass(frozen=True)

@@ -225,7 +225,11 @@ def measure_replay(
 
 
 class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
-    """One Kafka partition; its only state is the next offset to read."""
+    """One Kafka partition; its only state is the next offset to read.
+
+    `consumer`: the consumer to read with (None: a new one for `options`, `new_consumer`);
+    the partition assigns it to itself, seeks it and closes it.
+    """
 
     def __init__(
         self,
@@ -233,6 +237,8 @@ class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
         partition: int,
         resume_state: int | None,
         on_dead_letter: DeadLetterHook | None = None,
+        *,
+        consumer: KafkaConsumer | None = None,
     ) -> None:
         self._options = options
         self._tp = TopicPartition(options.topic, partition)
@@ -243,7 +249,8 @@ class KafkaPartition(StatefulSourcePartition[SourceEvent, int]):
         self.dead_letters = 0
         self.events = 0
         self.position_resets = 0
-        consumer = new_consumer(options.bootstrap_servers, options.consumer_config)
+        if consumer is None:
+            consumer = new_consumer(options.bootstrap_servers, options.consumer_config)
         try:
             consumer.assign([self._tp])
             self._position = self._starting_offset(consumer, resume_state)

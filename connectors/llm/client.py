@@ -126,13 +126,13 @@ class SqliteResponseCache:
     Writes are buffered: `put` keeps the reply in memory, where `get` sees it at once, and
     the buffer goes to the file in one transaction (one executemany) when it holds
     `max_pending` replies, `max_delay_seconds` after the first of them, and on `close`
-    (`ChatClient.close` calls it). A transaction per reply was the issue-11 profile's cost;
-    a batch costs about what one reply did. A crash loses at most the unflushed replies,
-    and those are only asked of the model again.
+    (`ChatClient.close` calls it). A transaction per reply would make every reply wait for a
+    commit; a batch costs about what one reply's transaction does. A crash loses at most the
+    unflushed replies, and those are only asked of the model again.
 
     One connection shared by all threads behind a lock; the buffer has its own, so a hit
     in the buffer never waits on a flush. WAL so that readers in other processes are not
-    blocked by our writes. The file format (one `responses` table) is unchanged.
+    blocked by our writes. The file holds one table, `responses`.
     """
 
     def __init__(

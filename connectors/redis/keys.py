@@ -16,6 +16,8 @@ never end or open a hash tag)::
     kg:<ws>:chunk:{E(chunk_id)}       hash     Chunk
     kg:<ws>:doc:{E(doc_id)}           hash     DocumentRecord + created_at, updated_at
     kg:<ws>:docstatus:<STATUS>        zset     doc ids with that status (score 0: id order)
+    kg:<ws>:track:E(track_id)         string   what one request of LightRAG's API published
+                                               (JSON; expires)
 
 plus single keys for the consumer lag, dead letters, retry requests, the source hold and
 the dictionary the recovery snapshots are packed with (base64).
@@ -115,6 +117,9 @@ class KeyLayout:
     @property
     def snapshot_dictionary(self) -> str:
         return f"{self.prefix}snapshot_dictionary"
+
+    def track(self, track_id: str) -> str:
+        return f"{self.prefix}track:{escape(track_id)}"
 
     def pattern(self, kind: str) -> str:
         return f"{self.prefix}{kind}:*"

@@ -16,7 +16,7 @@ Redis Cluster); callers depend on the port they use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,9 +27,9 @@ from dataflow.core.documents import DocumentRecord, DocumentStatus
 
 
 class GraphFormatError(RuntimeError):
-    """The workspace holds records in a layout this kgstream does not read (one from an
-    older kgstream): they are refused, never read with guesses, and the message names the
-    commands that rebuild the index."""
+    """The workspace holds records in a layout this kgstream does not read (another
+    kgstream version's): they are refused, never read with guesses, and the message names
+    the commands that rebuild the index."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,17 @@ class StoredDocument:
     record: DocumentRecord
     created_at: float
     updated_at: float
+
+
+@dataclass(frozen=True)
+class TrackedDocument:
+    """One document change a gateway published under a track id (LightRAG's `track_id`):
+    its doc id, the content hash Ingest returned ("" for a delete or for content that is
+    not text), and when it was published (seconds since the epoch)."""
+
+    doc_id: str
+    content_hash: str
+    published_at: float
 
 
 class GraphRecords(Protocol):
@@ -190,6 +201,18 @@ class IndexControl(Protocol):
 
     def dead_letters(self, limit: int = 10) -> tuple[int, list[tuple[str, str, float]]]:
         """How many dead letters are kept, and the newest `limit` as (origin, reason, time)."""
+        ...
+
+    # -- tracks (the document changes one request of LightRAG's API published) --------
+
+    def remember_track(
+        self, track_id: str, documents: Sequence[TrackedDocument], keep_seconds: float
+    ) -> None:
+        """Keep what `track_id` published for `keep_seconds`, for every gateway to read."""
+        ...
+
+    def tracked_documents(self, track_id: str) -> list[TrackedDocument] | None:
+        """What `track_id` published, or None when it is unknown (or no longer kept)."""
         ...
 
     # -- retry requests (`kgstream retry-failed` to the indexer) -----------------------

@@ -34,7 +34,8 @@ def dump_list(values: Sequence[str]) -> str:
 
 
 # The json module's C scanner alone: `json.loads` wraps it in three Python calls and two
-# regex matches, 6x its cost on a short list, and a Retrieve reads ~600 lists. (A decoder
+# regex matches, several times its cost on a short list, and a Retrieve reads hundreds of
+# lists. (A decoder
 # sets `scan_once` in its __init__; typeshed does not declare it.)
 _SCAN_JSON: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 

@@ -24,9 +24,9 @@ not with its entity: a retried batch reads the stored aliases again, and they mu
 be the old ones for as long as any alias set may still hold the entity under them.
 
 Every command is idempotent (HSET, DEL, SADD, SREM, ZADD, ZREM), so a batch cut short by
-an outage is retried whole (`connectors/errors.OutageWait`) and ends as if written once;
+an outage is retried whole (`OutageWait`, connectors/errors.py) and ends as if written once;
 only the version can count one batch twice, which keeps it monotonic. What a reader sees
-meanwhile is in docs/design.md ("Redis Cluster").
+meanwhile is in docs/decisions/0019-graph-state-in-plain-redis.md.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 only what changed in them.
 
 A hub's record carries thousands of chunk ids, document ids and file paths. Encoded as JSON in
-the record's hash and sent whole on every render, they were most of what a load sends to Redis
-as it grows: at 16,000 documents the 351 entities cited by at least 100 chunks held 21 MB of
-them, most rewritten in every batch of the load, and Redis's append-only file doubled every 11
-s (docs/design.md, "A hub's citation lists by delta").
+the record's hash and sent whole on every render, they would be most of what a load sends to
+Redis as it grows: most hubs are rewritten in every batch of a load, so the bytes sent, and
+the append-only file's rewrites, grow with the square of the corpus
+(docs/decisions/0009-citation-lists-by-delta.md).
 
 So a citation list (`SIDE_FIELDS`) of at least `SIDE` entries lives in a sorted set of its own
 (score 0, so members read back in byte order, which for UTF-8 is the code point order the
@@ -19,9 +19,9 @@ Redis Cluster (connectors/redis/slot_writes.py), where the set shares the record
 A hub's record is drafted from running totals (dataflow/core/tally.py) that know what changed
 in its lists, and its draft says so (`ListChanges`: the values that came in or went since the
 key's draft stamped `since`). When that draft is the one this process wrote last, the write is
-those changes and nothing is compared: comparing thousands of entries was a tenth of the
-worker's time in hub edits at 16,000 documents (docs/design.md, "A hub's list changes from its
-totals"). Otherwise the lists are compared with the ones written last, as for any record.
+those changes and nothing is compared: comparing thousands of entries on every hub edit would
+cost a tenth of the worker's time in hub edits. Otherwise the lists are compared with the ones
+written last, as for any record.
 
 What is remembered is what a write that succeeded sent, so a write that failed is retried
 whole. When the embedded redis-server is restarted (`Stores.revive`), `clear` forgets
@@ -45,10 +45,10 @@ LONG = 64
 """Lists of at least this many entries are remembered, to leave them out when unchanged."""
 
 SIDE = 64
-"""A citation list of at least this many entries is kept in a sorted set of its own. At
-16,000 documents, 64 against 256 (one scale run each): the load sent Redis 909 MB against
-1,588 (about 4.4 GB with no sorted sets) and took 370 s against 384 (396 before), for 288 MB
-of Redis memory against 273 (246 before)."""
+"""A citation list of at least this many entries is kept in a sorted set of its own. Against
+256, 64 makes a large load send Redis about 40% fewer bytes in slightly less time, for about
+5% more Redis memory (a sorted set takes about twice the memory of its JSON;
+docs/decisions/0009-citation-lists-by-delta.md)."""
 
 SIDE_FIELDS = frozenset(CITATION_LISTS)
 """The lists that grow with a hub (an entity's aliases and a relation's keywords do not)."""

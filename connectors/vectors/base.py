@@ -85,23 +85,23 @@ ENDS_FIELD = "_kg_ends"
 TERMS_FIELD = "_kg_terms"
 """The point's distinct lexical terms as one text, space-separated, indexed as full text with
 a whitespace tokenizer: counting the points whose text holds a term as a whole token gives
-its document frequency (`lexical_query`). A list of keywords counted the same, but Qdrant
-Edge's binding converts a list element by element (2.5 us a term: a point with 80 terms took
-244 us to build against 39 us with them as one text), which was most of the indexer's time
-in upserts."""
+its document frequency (`lexical_query`). A list of keywords would count the same, but Qdrant
+Edge's binding converts a list element by element, which makes a point with many terms
+several times slower to build than one text (docs/decisions/0013-lexical-vectors.md)."""
 PATH_PREFIXES_FIELD = "_kg_path_prefixes"
 PAYLOAD_FIELD = "_kg_payload"
 """The caller's payload, stored as one JSON text: no filter reads it, and Qdrant Edge's
-binding takes a text at once where it converts a list element by element (3.4 us a string:
-a hub's point, citing hundreds of chunks, documents and paths, took 8 ms to upsert at 300 and
-28 ms at 1,000). Points written before it hold the caller's fields at the top level."""
-# /2: the lexical sparse vector; /3: relation ends; /4: chunk points name what they mention,
-# entity and relation points carry no citation lists (connectors/writes.py); /5: the terms
-# are one text with a full-text index
+binding takes a text at once where it converts a list element by element, string by string
+(docs/decisions/0012-qdrant-edge-as-the-embedded-vector-store.md). A point without it holds
+the caller's fields at the top level."""
+# The collections' format: a lexical sparse vector beside the dense one, a relation's two
+# ends indexed, chunk points naming what they mention while entity and relation points carry
+# no citation lists (connectors/writes.py), and the terms as one text with a full-text index.
+# Formats 1 to 3 lack some of these and are refused with the command that rebuilds them.
 METADATA_FORMAT = "kgstream-vectors/5"
 KEYWORD_TERMS_FORMAT = "kgstream-vectors/4"
-"""The format before /5, the same but for `TERMS_FIELD` (a keyword list): opening such a
-collection rewrites it in place (`_upgrade_terms`)."""
+"""The format that differs from `METADATA_FORMAT` only in `TERMS_FIELD` (a keyword list):
+opening such a collection rewrites it in place (`_upgrade_terms`)."""
 _OLDER_FORMATS = tuple(f"kgstream-vectors/{n}" for n in (1, 2, 3, 4))
 LEXICAL_VECTOR = "lexical"
 INDEXED_FIELDS = (DOC_IDS_FIELD, CHUNK_IDS_FIELD, ENDS_FIELD, PATH_PREFIXES_FIELD, TERMS_FIELD)
@@ -130,6 +130,21 @@ class VectorStoreOptions:
 
 
 @dataclass(frozen=True)
+class KeyCacheStats:
+    """The point id -> key cache of a store (`BaseVectorStore.key_cache`).
+
+    `cached`: pairs held now (at most `VectorStoreOptions.cached_keys`).
+    `read_from_backend`: point ids whose key searches without payload had to read from the
+    backend, since the store was made (each at most once while it stays cached).
+    `warming_up`: the background read of every key (`start_key_warmup`) is running.
+    """
+
+    cached: int
+    read_from_backend: int
+    warming_up: bool
+
+
+@dataclass(frozen=True)
 class CollectionRecord:
     """What a stored collection says about itself (kept in its metadata)."""
 
@@ -138,8 +153,8 @@ class CollectionRecord:
     kind: VectorKind
     space: str
     dimension: int
-    current_format: bool = True  # False: made by an older kgstream (fields missing)
-    keyword_terms: bool = False  # made by the kgstream before /5: upgraded when opened
+    current_format: bool = True  # False: formats 1 to 3, without fields this one searches
+    keyword_terms: bool = False  # `KEYWORD_TERMS_FORMAT`: upgraded when opened
 
     def to_metadata(self) -> dict[str, JsonValue]:
         return {
@@ -297,7 +312,7 @@ def _string_fields(
 
 def strip_index_fields(stored: Mapping[str, Any]) -> dict[str, JsonValue]:
     """The caller's payload back from a stored one (`PAYLOAD_FIELD`, or the top-level
-    fields of a point written before it)."""
+    fields of a point without it)."""
     text = stored.get(PAYLOAD_FIELD)
     if text is not None:
         payload: dict[str, JsonValue] = json.loads(text)
@@ -366,6 +381,7 @@ class BaseVectorStore(ABC):
         # its key (`point_id`), so it names the same key whatever is written or deleted.
         self._keys_lock = threading.Lock()
         self._keys: dict[str, str] = {}
+        self._keys_read = 0
         self._warmup: threading.Thread | None = None
         self._warmup_stop = threading.Event()
 
@@ -603,7 +619,7 @@ class BaseVectorStore(ABC):
                 # A chunk point indexes its key as its one chunk id (`index_fields`), so
                 # "among these chunks" is a match on that keyword index: a filter of strings,
                 # where a point-id set is parsed id by id (on Qdrant Edge, building one of
-                # 500 ids took 1.5 ms, the keyword match 0.2, for the same hits).
+                # hundreds of ids costs several times the keyword match, for the same hits).
                 conditions.append((CHUNK_IDS_FIELD, among))
             else:
                 ids = sorted({point_id(kind, key) for key in among})
@@ -645,6 +661,7 @@ class BaseVectorStore(ABC):
         if missing:
             keys.update(self._retrieve_keys(name, missing))
         with self._keys_lock:
+            self._keys_read += len(missing)
             self._keys.update(keys)
             excess = len(self._keys) - self.options.cached_keys
             if excess > 0:  # forget the oldest entries (dicts keep insertion order)
@@ -685,6 +702,11 @@ class BaseVectorStore(ABC):
     def count(self, kind: VectorKind) -> int:
         return self._count(self._name(kind))
 
+    def collections(self) -> list[CollectionRecord]:
+        """What each stored kgstream collection of the workspace says about itself (open
+        or not, of any space): the format it was written in among the rest."""
+        return [r for r in self._list_records() if r.workspace == self.workspace]
+
     def ping(self) -> None:
         self._ping()
 
@@ -702,11 +724,22 @@ class BaseVectorStore(ABC):
         if self._space is not None:
             self.ensure_collections(self._space, self._dimension)
 
+    @property
+    def key_cache(self) -> KeyCacheStats:
+        """What the point id -> key cache holds and has cost (`KeyCacheStats`)."""
+        warmup = self._warmup
+        with self._keys_lock:
+            return KeyCacheStats(
+                cached=len(self._keys),
+                read_from_backend=self._keys_read,
+                warming_up=warmup is not None and warmup.is_alive(),
+            )
+
     def start_key_warmup(self) -> None:
         """Read point keys into the id -> key cache in a background thread, a page of each
         collection in turn, until the cache is full or every key is in: a gateway's first
         searches then read no payload either (a fresh process reads a point's payload
-        ~4x slower than a scroll does: ~70 vs ~18 us). `close` stops it."""
+        about four times slower than a scroll does). `close` stops it."""
         if self._warmup is None and self._names:
             self._warmup_stop.clear()
             self._warmup = threading.Thread(

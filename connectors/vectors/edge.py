@@ -1,25 +1,24 @@
 """A `VectorStore` on Qdrant Edge: Qdrant's own engine, in-process, no server.
 
-This is the embedded default (`kgstream run`). On the 1,000-document bench corpus
-(3k chunks, 12k entities, 20k relations, 384-d; bench/vector_store_bench.py) the three
-searches of one Retrieve take ~3-6 ms at p50 and ~7-12 ms at p95 (a quiet 2-CPU
-machine), where qdrant-client's local mode, brute force in Python, takes ~150-250 ms
-unfiltered and over a second with a filter.
+This is the embedded default (`kgstream run`): the three searches of one Retrieve take a
+few milliseconds on the bench corpus (bench/vector_store_bench.py), where qdrant-client's
+local mode, brute force in Python, takes hundreds of milliseconds, over a second with a
+filter (docs/decisions/0012-qdrant-edge-as-the-embedded-vector-store.md).
 
 Layout on disk, one directory per collection::
 
     {path}/{collection name}/shard/          the Edge shard (segments, WAL, config)
     {path}/{collection name}/kgstream.json   the `CollectionRecord` (workspace, space, ...)
 
-Reading a point's payload back costs more than scoring it (a 41-hit search over 1,000
-chunks: 0.06 ms without payload, 0.58 ms with its key alone), so searches that need only
-keys read no payload; the base class maps point ids to keys through a cache.
+Reading a point's payload back costs more than scoring it (about ten times, for a search
+that reads only each hit's key), so searches that need only keys read no payload; the base
+class maps point ids to keys through a cache.
 
 Edge never optimizes on its own: points stay in an appendable plain segment that is
-searched exactly (brute force in Rust: ~2.5 ms for 20k x 384-d), so results are exact.
-`optimize` builds HNSW indexes and vacuums deletes; it blocks for seconds (4-19 s on
-the bench corpus) and makes search approximate (recall@10 0.80-0.85 on hard, weakly
-clustered data at default settings; raise `hnsw_ef` to trade speed for recall), so it
+searched exactly (brute force in Rust: milliseconds for tens of thousands of 384-d
+points), so results are exact. `optimize` builds HNSW indexes and vacuums deletes; it
+blocks for seconds and makes search approximate (on hard, weakly clustered data at default
+settings, recall@10 falls to about 0.8; raise `hnsw_ef` to trade speed for recall), so it
 is a maintenance step for corpora far larger than the bench's, never run on the write
 path.
 """
@@ -79,6 +78,17 @@ class EdgeVectorStore(BaseVectorStore):
         self.path = Path(path)
         self._shards: dict[str, edge.EdgeShard] = {}
         self._search_params = edge.SearchParams(hnsw_ef=hnsw_ef) if hnsw_ef else None
+
+    def shard(self, name: str) -> edge.EdgeShard:
+        """The open Edge shard of the collection `name` (`collection_name`): Qdrant Edge's
+        own API, as `QdrantClientVectorStore.client` is a server's, for what the port does
+        not offer (an inspection, a repair)."""
+        shard = self._shards.get(name)
+        if shard is None:
+            raise VectorStoreNotOpenError(
+                f"no open Qdrant Edge collection {name!r}: call ensure_collections first"
+            )
+        return shard
 
     def optimize(self) -> None:
         """Build HNSW indexes and vacuum deleted points in every open collection (blocking)."""

@@ -109,11 +109,12 @@ class ChunkLedger:
     the chunk's next extraction needs to tell whether anything changed.
 
     The fragments themselves are kept once, by the entity and relation steps: kept here as
-    well (the whole `ChunkContributions`), they were 29.2 of the 151 MB of the recovery
-    database at 16,000 documents, where ledgers are 6.8 (docs/design.md, "Compact
-    snapshots"). A chunk's contributions follow from the keys of the entities it describes
-    and the pairs it relates (the ids of the module's docstring: a relation's two ends are
-    mentioned by ``C|other``), so these are all it holds.
+    well (the whole `ChunkContributions`), every fragment would be in the recovery database
+    twice, and the chunk step's share of it about four times what ledgers take
+    (docs/decisions/0002-a-chunk-keeps-a-ledger.md). A chunk's contributions follow from the
+    keys of the entities it describes and the pairs it relates (the ids of the module's
+    docstring: a relation's two ends are mentioned by ``C|other``), so these are all it
+    holds.
     """
 
     chunk_id: str
@@ -314,8 +315,8 @@ class SummaryRequest:
     @property
     def fragments_hash(self) -> str:
         """A stable hash of the description set (`fragments_hash`): a summary's cache key.
-        Computed when asked: hashing a hub's thousands of descriptions on every render cost
-        a tenth of it."""
+        Computed when asked: hashing a hub's thousands of descriptions on every render would
+        cost a tenth of it."""
         return fragments_hash(self.descriptions)
 
 
@@ -589,7 +590,7 @@ def extractive_summary(request: SummaryRequest, count_tokens: Callable[[str], in
     Descriptions arrive ordered by support; take them in that order while the total stays
     under `max_tokens`, and stop at the first that does not fit, so only the descriptions
     taken (and one more) are counted: a hub has thousands, and counting them all on every
-    render was most of its cost. The first one is always kept, cut by words if it alone
+    render would be most of its cost. The first one is always kept, cut by words if it alone
     is over the cap, so a hub entity keeps a bounded description.
     """
     chosen: list[str] = []

@@ -227,7 +227,7 @@ def update_chunk(
     again). Re-delivering the same extraction emits nothing, so replays are free. A chunk
     extracted again with a different result (a retry, another model) retracts what it no
     longer contributes and adds all it does: the ledger keeps one digest of the chunk's
-    contributions, not one for each (docs/design.md, "Compact snapshots").
+    contributions, not one for each (docs/decisions/0002-a-chunk-keeps-a-ledger.md).
     """
     old = list(state.entries()) if state is not None else []
     if isinstance(event, ChunkRemoved):

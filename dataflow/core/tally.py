@@ -1,7 +1,8 @@
 """Running totals of a key's live fragments, so that drafting a hub's record costs what changed.
 
 `entity_draft` and `relation_draft` (dataflow/core/contributions.py) read every fragment: a
-hub entity at 16,000 documents has 25,082 of them and took 15.6 ms to render, on every touch.
+hub entity of a large index has tens of thousands of them, read on every touch
+(docs/decisions/0008-running-totals.md).
 A tally is kept up to date one fragment at a time, `add` and `remove`, in O(log n) plus a
 move of pointers; its `draft` is the same draft the fragments give (`EntityTally(state.values())
 .draft(key) == entity_draft(key, state)`, property tests), made by copying sorted lists.
@@ -205,8 +206,8 @@ class EntityTally(FragmentTally[EntityFragment]):
     __slots__ = ("aliases", "mentions", "names", "typed", "types")
 
     def __init__(self, fragments: Iterable[EntityFragment] = ()) -> None:
-        """The totals of `fragments`, counted in bulk: mostly C loops, 2.4x faster than adding
-        them one by one (40 ms for the biggest hub at 16,000 documents)."""
+        """The totals of `fragments`, counted in bulk: mostly C loops, more than twice as fast
+        as adding them one by one."""
         every = list(fragments)
         typed = [f for f in every if f.type is not None]
         super().__init__(every)

@@ -136,7 +136,7 @@ class FragmentsLogic(StatefulBatchLogic[TaggedDelta, Out | HeldBase, bytes], Gen
     @override
     def on_eof(self) -> tuple[Iterable[Out | HeldBase], bool]:
         if self.state.unresolved is not None and not self._resolve():
-            return [], StatefulBatchLogic.RETAIN  # its snapshot names its base, as before
+            return [], StatefulBatchLogic.RETAIN  # its snapshot still names its base
         emitted: list[Out | HeldBase] = []
         if waiting := self._take_waiting():
             folded, complete = self._fold(waiting)

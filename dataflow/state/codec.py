@@ -1,19 +1,19 @@
 """The snapshot codec: how a step's state, as plain values, becomes the bytes Bytewax keeps.
 
 Bytewax pickles every key a step touched in an epoch. Pickled as objects, the chunk, entity
-and relation states are 35 times the corpus text at 16,000 documents (docs/design.md,
-"Compact snapshots"): each object pickles its class and field names, and the rows repeat
-chunk ids, paths and descriptions that compress well. So these states are packed as one
-compressed blob of plain values (`SnapshotCodec.pack`; dataflow/state/forms.py says which
-values each step keeps).
+and relation states are many times the corpus text: each object pickles its class and field
+names, and the rows repeat chunk ids, paths and descriptions that compress well. So these
+states are packed as one compressed blob of plain values (`SnapshotCodec.pack`;
+dataflow/state/forms.py says which values each step keeps;
+docs/decisions/0006-packed-snapshots-and-a-dictionary.md says why).
 
-Most states are small (74,000 relations of one to four fragments at 16,000 documents), and a
-few hundred bytes compress poorly on their own: the same words, paths and pickle framing in
-every one. So an index trains one Zstandard dictionary on its own small states
-(`train_dictionary`, at the end of its first run that has enough of them:
-dataflow/state/partitions.py), and its codec packs small states with it from then on
-(`SnapshotCodec.use_dictionary`). Each blob names its dictionary (Zstandard writes the id in
-the frame), so the blobs packed before the index had one still read.
+Most states are small (most relations hold one to four fragments), and a few hundred bytes
+compress poorly on their own: the same words, paths and pickle framing in every one. So an
+index trains one Zstandard dictionary on its own small states (`train_dictionary`, at the
+end of its first run that has enough of them: dataflow/state/partitions.py), and its codec
+packs small states with it from then on (`SnapshotCodec.use_dictionary`). Each blob names
+its dictionary (Zstandard writes the id in the frame), so the blobs packed before the index
+had one still read.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ import zstandard
 from dataflow.state.errors import MissingDictionaryError
 
 COMPRESSION_LEVEL = 1
-"""Zstandard's level 1: on the 16,000-document index's entity states, 5.6x in 0.28 s, where
-zlib's fastest level gave 4.8x in 1.00 s; a hub is packed again in every epoch that touches
-it, so packing is on the path of the edit that ends an epoch."""
+"""Zstandard's level 1: packs a hub fast enough for the edit that ends an epoch (a hub is
+packed again in every epoch that touches it), where zlib's fastest level costs about three
+times the CPU for no smaller a blob (docs/decisions/0006-packed-snapshots-and-a-dictionary.md).
+"""
 
 SMALL_STATE = 64 * 1024
 """The pickled size under which a state is packed with the dictionary: a bigger one finds
@@ -37,9 +38,9 @@ its repeats in itself (a hub entity's state is megabytes)."""
 
 DICTIONARY_SIZE = 64 * 1024
 DICTIONARY_SAMPLES = 2_000
-"""How many small states a dictionary is trained on, at least (and at most twice that): on
-the 16,000-document index's relation states, trained on 2,000 of them in 0.17 s, relations
-took 28.0 MB against 41.5 MB without and 27.7 MB trained on 20,000."""
+"""How many small states a dictionary is trained on, at least (and at most twice that):
+enough for a dictionary that packs relation states about a third smaller than without one,
+trained in a fraction of a second; ten times as many samples make it barely better."""
 
 _NO_DICTIONARY = 0  # a frame's dictionary id when it was compressed without one
 
@@ -49,8 +50,8 @@ class SnapshotCodec:
     dictionary once it has one (`dictionary`). Made once per index by the composition root
     and handed to the steps (`Components.codec`) and to the sources whose snapshots it packs.
 
-    A zstandard (de)compressor serves one thread at a time, and making one costs 20 us against
-    1 us to pack a small state with it, so each thread keeps its own: by thread id (and
+    A zstandard (de)compressor serves one thread at a time, and making one costs many times
+    what packing a small state with it does, so each thread keeps its own: by thread id (and
     dictionary id), not in a threading.local, whose data Bytewax's threads lose each time they
     release the GIL (dataflow/logic/commit.py, `worker_index`). A thread id is reused only once
     its thread has ended.

@@ -2,10 +2,10 @@
 
 The document and chunk steps snapshot their state as one packed blob of its values
 (`pack_document`, `pack_ledger`, read back by `unpack_document`, `unpack_ledger`), which
-Bytewax pickles as bytes: a pickled object names its class, or the function that restores
-it, in every row, 50 bytes of a 200-byte document or ledger snapshot (docs/design.md, "The
-restore function's name in every row"); a document's state is 288 bytes as an object, 140
-packed with the index's dictionary.
+Bytewax pickles as bytes: a pickled object would name its class, or the function that
+restores it, in every row, a quarter of a small document or ledger snapshot, and packed with
+the index's dictionary a document's state is about half its size as an object
+(docs/decisions/0006-packed-snapshots-and-a-dictionary.md).
 
 An entity's or relation's fragments are kept as rows of their field values (`FragmentRows`;
 dataflow/state/fragments.py has the rest of those steps' snapshots). A document's commit
@@ -81,11 +81,10 @@ def snapshot_commit(commit: DocumentCommit) -> DocumentCommit:
 class FragmentRows(Generic[F]):
     """One key's fragments as rows of field values: the form its snapshot pickles.
 
-    A hub's state is tens of thousands of fragments (25,082 for the biggest entity at 16,000
-    documents), and pickle spends most of its time on each dataclass's class and field
-    names: 52-75 ms for that entity as fragments, 31 ms as rows, conversion included, and
-    40 ms against 75 to load (docs/design.md, "Epochs of 10 s"). `restore` gives back equal
-    fragments.
+    A hub's state is tens of thousands of fragments, and pickle spends most of its time on
+    each dataclass's class and field names: as rows such a state packs in about half the
+    time, conversion included, and loads in about half the time too. `restore` gives back
+    equal fragments.
     """
 
     kind: type[F]

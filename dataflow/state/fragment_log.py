@@ -3,8 +3,8 @@ its own holds.
 
 Bytewax snapshots every key a step touched in an epoch, and the entity and relation steps'
 snapshot is the key's fragments packed (dataflow/state/fragments.py). Packed whole, a hub
-costs its whole size in every epoch that touches it: at 16,000 documents the biggest entity
-holds 25,082 fragments (31 ms to pack), a cost that grows with the corpus.
+costs its whole size in every epoch that touches it, and a hub grows with the corpus (tens
+of thousands of fragments; docs/decisions/0007-big-key-logs-and-a-holder-step.md).
 
 So a key of at least `LogPolicy.over` fragments keeps its snapshot as a log: the packed rows
 of its fragments when it was last packed whole (the base), and one packed piece per snapshot
@@ -44,13 +44,13 @@ class LogPolicy:
 
     over: int = 256
     """Fragments from which a key's snapshot is a log; under half of it, it is packed whole
-    again (a key that shrank has no use for one). Packing 256 fragments whole takes about
-    0.3 ms."""
+    again (a key that shrank has no use for one). Packing 256 fragments whole takes well
+    under a millisecond."""
     rebase: float = 0.5
     """The pieces' bytes, as a share of the base's, at which a fold packs the key whole
-    again. Replaying the 16,000-document load's folds into its 120 biggest keys, a snapshot
-    every 302 chunks: 14.3 s of packing whole, 2.8 s as a log at 0.5 and 4.2 s at 0.25, for
-    11% and 6% more bytes."""
+    again. At half, a large load's biggest keys pack in about a fifth of the time they take
+    packed whole every epoch, for about a tenth more bytes; a quarter costs half as much
+    again in time for a few percent fewer bytes."""
     most_pieces: int = 64 * 1024
     """The pieces' bytes at which a fold packs the key whole again whatever its size: the
     bound on what a big key's snapshot writes per epoch beyond the epoch's own changes."""

@@ -2,9 +2,9 @@
 forms (`pack_fragments`, read back by `unpack_fragments`):
 
 - a key without a log: one packed blob (dataflow/state/codec.py) of plain values, the
-  fragments as rows without their kind, which the step knows (most of the 74,000 relations
-  at 16,000 documents hold one or two fragments, where an object's pickled class and
-  restore function were a sixth of the bytes);
+  fragments as rows without their kind, which the step knows (most relations hold one or
+  two fragments, where an object's pickled class and restore function would be a sixth of
+  the bytes);
 - a big key whose base is not handed on yet (dataflow/state/fragment_log.py): the plain
   values pickled with its base and pieces, which are packed already (a pickle, so never
   taken for a Zstandard frame);

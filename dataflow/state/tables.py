@@ -57,10 +57,9 @@ def make_reclaimable(partition: Path) -> None:
 
     Bytewax writes each epoch's snapshots, then deletes the ones they supersede; SQLite
     keeps the freed pages in the file for reuse, so a partition keeps the size of its
-    busiest moment (after a 16,000-document load, half of it is free pages). FULL mode,
-    which gives them back at every commit, moves pages in Bytewax's commit and costs hub
-    edits 6-20% at p50 and 15-29% at p95 (docs/design.md, "Compact snapshots"); in
-    INCREMENTAL mode nothing happens until asked."""
+    busiest moment (after a large load, about half of it is free pages). FULL mode, which
+    gives them back at every commit, would move pages inside Bytewax's commit and slow every
+    hub edit; in INCREMENTAL mode nothing happens until asked."""
     with closing(sqlite3.connect(partition, isolation_level=None)) as connection:
         connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
         connection.execute("VACUUM")
@@ -96,9 +95,9 @@ def drop_unfinished_epochs(partitions: Sequence[Path]) -> None:
     after the resume writes its own snapshots of that epoch over them only for the keys it
     touches in it. Any other key's row stays, newer than its real state, and the next
     resume loads it instead: a document's commit state replaced by a deletion would stay
-    PROCESSING for good (a 2-worker flow killed at random leaves such rows after about half
-    the kills). `partitions` must be the whole set: the last execution's rows (`exs`,
-    `fronts`) are in one partition of it."""
+    PROCESSING for good (a 2-worker flow killed at random points leaves such rows after
+    about half the kills). `partitions` must be the whole set: the last execution's rows
+    (`exs`, `fronts`) are in one partition of it."""
     resume = resume_epoch(partitions)
     if resume is None:
         return
@@ -136,9 +135,9 @@ def drop_discarded(partitions: Sequence[Path]) -> None:
     """Delete every snapshot of each key whose last committed snapshot says it is gone.
 
     Bytewax keeps a key's last snapshot even when that is a deletion (a NULL change, which
-    still names the key), so every key ever discarded kept a row: every chunk an edit
+    still names the key), so every key ever discarded would keep a row: every chunk an edit
     replaced, every document's finished commit, every entity and relation that lost its
-    last fragment (at 16,000 documents, 16,066 of 124,000 rows). Such a key resumes with no
+    last fragment (after a large load, over a tenth of the rows). Such a key resumes with no
     state with or without its rows, unless another partition holds an older snapshot of it
     (a key moves to another worker's partition when the number of workers changes): so a
     key is dropped only when no other partition names it, and `partitions` must be the

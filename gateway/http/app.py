@@ -1,11 +1,12 @@
 """The HTTP/JSON API (Starlette): every gRPC method as a route, server-sent events for
-streamed answers and index changes, the OpenAI-compatible chat endpoint and the web UI.
+streamed answers and index changes, the doors that speak other APIs (OpenAI's, Ollama's:
+`Door`s), the OpenAPI document with its docs page, and the web UI.
 
 Each route turns the HTTP request into the gRPC request message (`gateway/http/messages.py`)
 and calls the very servicer method the gRPC server calls (`gateway/http/calls.py` says why),
-so the two transports cannot drift apart. `HttpApi.routes()` is the table the OpenAPI
-document is generated from (`gateway/http/openapi.py`); docs/http-api.md describes the API
-for users.
+so the two transports cannot drift apart. `HttpApi.routes()` and the doors' routes are the
+table the OpenAPI document is generated from (`gateway/http/openapi.py`); docs/http-api.md
+describes the API for users.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
@@ -39,23 +40,26 @@ from connectors.redis.ports import GraphRecords, IndexControl
 from dataflow.core.documents import DocumentStatus
 from gateway.convert import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, entity_search_request
 from gateway.http.auth import BearerTokenMiddleware
-from gateway.http.calls import HTTP_STATUS, CallFailed, HttpCall, error_body
+from gateway.http.calls import HTTP_STATUS, MAX_TIMEOUT_MS, CallFailed, HttpCall, error_body
+from gateway.http.errors import ErrorShapes
 from gateway.http.messages import BadJson, from_json, to_json
 from gateway.http.openapi import openapi_document
-from gateway.http.routes import ApiRoute
+from gateway.http.routes import ApiRoute, Door, Param
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
 from gateway.types import InvalidQuery
-from protos.kgstream.v1 import ingest_pb2, query_pb2
+from kgstream_protos.v1 import ingest_pb2, query_pb2
 
 T = TypeVar("T")
 
-MAX_TIMEOUT_MS = 3_600_000
 EVENTS_POLL_SECONDS = 0.25  # how often /api/v1/events looks at the index version
 EVENTS_PING_SECONDS = 15.0  # an SSE comment keeps proxies from closing an idle stream
+DEFAULT_VERSION_WAIT_MS = 30_000
+MAX_INDEX_VERSION = 2**62
 WEBUI_PACKAGE = "gateway.http"
 WEBUI_FOLDER = "webui"
+DOCS_FOLDER = "docs"  # the API docs page (Swagger UI), built beside the web UI
 
 
 @dataclass(frozen=True)
@@ -203,9 +207,7 @@ class HttpApi:
         return await _unary(request, self.knowledge_graph.GetDocument, message)
 
     async def upsert_document(self, request: Request) -> Response:
-        body = await _json_object(request)
-        if isinstance(body, Response):
-            return body
+        body = await json_object(request)
         content = body.get("content")
         if not isinstance(content, str):
             return _bad_request("content", "must be the document's text (a JSON string)")
@@ -226,11 +228,17 @@ class HttpApi:
         message = ingest_pb2.DeleteDocumentRequest(doc_id=request.path_params["doc_id"])
         return await _unary(request, self.ingest.DeleteDocument, message)
 
+    def retry_failed_documents(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Ask the indexer to retry the FAILED documents a retry can fix; returns their ids
+        and the other FAILED documents with their reasons (they need new content)."""
+        retried, permanent = failed_documents(self.graph)
+        if retried:
+            self.control.request_retry(time.time())
+        return retried, permanent
+
     async def retry_failed(self, request: Request) -> Response:
         def retry() -> dict[str, Any]:
-            retried, permanent = failed_documents(self.graph)
-            if retried:
-                self.control.request_retry(time.time())
+            retried, permanent = self.retry_failed_documents()
             return {
                 "retried": retried,
                 "not_retried": [{"doc_id": d, "reason": r} for d, r in permanent],
@@ -242,8 +250,8 @@ class HttpApi:
     # -- the index -------------------------------------------------------------
 
     async def version(self, request: Request) -> Response:
-        wanted = _int_param(request, "min_index_version", 0, 0, 2**62)
-        timeout_ms = _int_param(request, "timeout_ms", 30_000, 0, MAX_TIMEOUT_MS)
+        wanted = _int_param(request, "min_index_version", 0, 0, MAX_INDEX_VERSION)
+        timeout_ms = _int_param(request, "timeout_ms", DEFAULT_VERSION_WAIT_MS, 0, MAX_TIMEOUT_MS)
 
         def read() -> dict[str, Any]:
             if wanted:
@@ -296,6 +304,28 @@ class HttpApi:
                 self.version,
                 "The index version and document counts; waits for min_index_version",
                 response="Version",
+                params=(
+                    Param(
+                        "min_index_version",
+                        {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": MAX_INDEX_VERSION,
+                            "default": 0,
+                        },
+                        "wait until the index reaches this version [0: no wait]",
+                    ),
+                    Param(
+                        "timeout_ms",
+                        {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": MAX_TIMEOUT_MS,
+                            "default": DEFAULT_VERSION_WAIT_MS,
+                        },
+                        "how long to wait for min_index_version, in milliseconds",
+                    ),
+                ),
             ),
             ApiRoute(
                 "GET",
@@ -336,6 +366,19 @@ class HttpApi:
                 self.search_entities,
                 "Search entities: exact names and aliases first, then by similarity",
                 response="EntitySearch",
+                params=(
+                    Param("q", {"type": "string", "minLength": 1}, "what to search for"),
+                    Param(
+                        "limit",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_SEARCH_LIMIT,
+                            "default": DEFAULT_SEARCH_LIMIT,
+                        },
+                        "entities to return",
+                    ),
+                ),
             ),
             ApiRoute(
                 "GET",
@@ -411,29 +454,24 @@ class HttpApi:
         ]
 
 
-def create_app(
-    api: HttpApi,
-    options: HttpOptions,
-    extra_routes: list[ApiRoute] | None = None,
-    mounts: Sequence[BaseRoute] = (),
-    lifespan: Callable[[Any], AbstractAsyncContextManager[None]] | None = None,
-) -> Starlette:
-    """The ASGI app: `api`'s routes (and `extra_routes`), /openapi.json and the web UI.
+def create_app(api: HttpApi, options: HttpOptions, doors: Sequence[Door] = ()) -> Starlette:
+    """The ASGI app: `api`'s routes and the `doors`', /openapi.json, /docs and the web UI.
 
-    `mounts`: other ASGI endpoints at their paths, outside the OpenAPI document (the MCP
-    endpoint), and `lifespan` what they need running while the app serves."""
-    table = api.routes() + list(extra_routes or ())
-    document = openapi_document(table)
-    routes: list[BaseRoute] = [
-        Route(route.path, route.endpoint, methods=[route.method]) for route in table
-    ]
-    routes.extend(mounts)
+    Routing is Starlette's, with one route per path taking all of its methods, and the web
+    UI's files as routes of their own rather than a catch-all mount at "/": so a known path
+    asked with a method it does not take is 405 with `Allow`, and an unknown path is 404,
+    for every route registered here. Every error the app writes itself (401, 404, 405, 413)
+    has the error shape of its path (`gateway/http/errors.py`)."""
+    table = [*api.routes(), *(route for door in doors for route in door.routes)]
+    errors = ErrorShapes(
+        {prefix: shape for door in doors for prefix, shape in door.error_shapes.items()}
+    )
+    schemas = {name: dict(schema) for door in doors for name, schema in door.schemas.items()}
+    document = openapi_document(table, api.knowledge_graph.limits, schemas)
+    routes = _one_route_per_path(table)
+    routes.extend(mount for door in doors for mount in door.mounts)
     routes.append(Route("/openapi.json", lambda _: JSONResponse(document), methods=["GET"]))
-    webui = resources.files(WEBUI_PACKAGE) / WEBUI_FOLDER
-    if webui.is_dir() and (webui / "index.html").is_file():
-        index = str(webui / "index.html")
-        routes.append(Route("/", lambda _: FileResponse(index), methods=["GET"]))
-        routes.append(Mount("/", StaticFiles(directory=str(webui)), name="webui"))
+    routes.extend(_webui_routes())
     middleware = []
     if options.cors_origins:
         middleware.append(
@@ -446,15 +484,85 @@ def create_app(
             )
         )
     if options.auth_token:
-        middleware.append(Middleware(BearerTokenMiddleware, token=options.auth_token))
+        middleware.append(
+            Middleware(BearerTokenMiddleware, token=options.auth_token, errors=errors)
+        )
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={HTTPException: _http_exception, _Rejected: _rejected},
-        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_exception, Refused: _refused},
+        lifespan=_lifespan(doors),
     )
     app.state.max_body_bytes = options.max_body_bytes
+    app.state.auth_required = options.auth_token is not None
+    app.state.errors = errors
     return app
+
+
+def _lifespan(doors: Sequence[Door]) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    """The doors' lifespans, entered in order while the app serves."""
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for door in doors:
+                if door.lifespan is not None:
+                    await stack.enter_async_context(door.lifespan(app))
+            yield
+
+    return lifespan
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _one_route_per_path(table: Sequence[ApiRoute]) -> list[BaseRoute]:
+    """A Starlette route per path, taking the methods of every `ApiRoute` of that path
+    (Starlette's own 405 names the methods of the first route matching a path only)."""
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for route in table:
+        endpoints = by_path.setdefault(route.path, {})
+        if route.method in endpoints:
+            raise ValueError(f"two routes for {route.method} {route.path}")
+        endpoints[route.method] = route.endpoint
+    return [
+        Route(path, _by_method(endpoints), methods=list(endpoints))
+        for path, endpoints in by_path.items()
+    ]
+
+
+def _by_method(endpoints: Mapping[str, Endpoint]) -> Endpoint:
+    if len(endpoints) == 1:
+        return next(iter(endpoints.values()))
+
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await endpoints[method](request)
+
+    return endpoint
+
+
+def _webui_routes() -> list[BaseRoute]:
+    """The built web UI (index.html at "/", its folders as static mounts) and the API docs
+    page at /docs; none when the package was built without them."""
+    webui = resources.files(WEBUI_PACKAGE) / WEBUI_FOLDER
+    if not (webui.is_dir() and (webui / "index.html").is_file()):
+        return []
+
+    routes: list[BaseRoute] = [_file_route("/", str(webui / "index.html"))]
+    docs = webui / DOCS_FOLDER / "index.html"
+    if docs.is_file():
+        routes.append(_file_route("/docs", str(docs)))
+    for entry in sorted(webui.iterdir(), key=lambda entry: entry.name):
+        if entry.is_dir():
+            routes.append(Mount(f"/{entry.name}", StaticFiles(directory=str(entry))))
+        elif entry.is_file():
+            routes.append(_file_route(f"/{entry.name}", str(entry)))
+    return routes
+
+
+def _file_route(path: str, file: str) -> Route:
+    return Route(path, lambda _: FileResponse(file), methods=["GET"])
 
 
 # -- helpers -------------------------------------------------------------------
@@ -480,29 +588,59 @@ async def started(events: Iterator[T], call: HttpCall) -> Iterator[T]:
 
 
 def event_stream(
-    lines: Iterator[str] | AsyncIterator[str], call: HttpCall | None = None
+    lines: Iterator[str] | AsyncIterator[str],
+    call: HttpCall | None = None,
+    media_type: str = "text/event-stream",
 ) -> StreamingResponse:
-    """A response of server-sent events; `call` finishes when it ends, for any reason."""
+    """A streamed response, server-sent events unless `media_type` says otherwise (Ollama's
+    NDJSON); `call` finishes when it ends, for any reason."""
     return StreamingResponse(
         lines,
-        media_type="text/event-stream",
+        media_type=media_type,
         headers=_SSE_HEADERS,
         background=BackgroundTask(call.finish) if call is not None else None,
     )
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    code = {
-        404: grpc.StatusCode.NOT_FOUND,
-        405: grpc.StatusCode.UNIMPLEMENTED,
-    }.get(exc.status_code, grpc.StatusCode.INVALID_ARGUMENT)
-    return JSONResponse(error_body(code, str(exc.detail), ""), status_code=exc.status_code)
+    """Starlette's 404 (no route has the path) and 405 (a route has it, not the method:
+    `Allow` names the methods it takes), in the error shape of the path."""
+    if not isinstance(exc, HTTPException):
+        raise exc
+    path, status, headers = request.url.path, exc.status_code, dict(exc.headers or {})
+    if status == 404:
+        code, message = grpc.StatusCode.NOT_FOUND, f"no route {path} (see /openapi.json)"
+    elif status == 405:
+        # In a stable order: Starlette joins a set.
+        allowed = ", ".join(sorted(headers.get("Allow", "").split(", ")))
+        headers["Allow"] = allowed
+        code = grpc.StatusCode.UNIMPLEMENTED
+        message = f"{request.method} {path} is not allowed; {path} takes {allowed}"
+    else:
+        code, message = grpc.StatusCode.INVALID_ARGUMENT, str(exc.detail)
+    errors: ErrorShapes = request.app.state.errors
+    return errors.response(path, status, code, message, headers=headers)
 
 
-async def _rejected(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, _Rejected)
-    return exc.response
+class Refused(Exception):
+    """A request refused outside its route's own answers (a body over the limit, a bad
+    `timeout_ms`, a body that is not the message): the app answers it in the error shape
+    of its path, so every door's clients read it."""
+
+    def __init__(self, status: int, code: grpc.StatusCode, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+    @classmethod
+    def bad(cls, field: str, message: str) -> Refused:
+        return cls(400, grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {message}", field)
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    if not isinstance(exc, Refused):
+        raise exc
+    errors: ErrorShapes = request.app.state.errors
+    return errors.response(request.url.path, exc.status, exc.code, exc.message, exc.field)
 
 
 def _error(code: grpc.StatusCode, message: str) -> Response:
@@ -520,55 +658,60 @@ def _bad_request(field_name: str, message: str) -> Response:
     )
 
 
-class _Rejected(Exception):
-    """A request that could not be parsed: its response is ready."""
+class BodyTooLarge(Exception):
+    """A request body over the app's `max_body_bytes` (`limit`)."""
 
-    def __init__(self, response: Response) -> None:
-        self.response = response
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request body is over the server's limit of {limit} bytes")
+        self.limit = limit
 
 
-async def read_body(request: Request) -> bytes:
-    """The request body, refused with 413 once it is over the app's `max_body_bytes`
+async def read_body_within_limit(request: Request) -> bytes:
+    """The request body; `BodyTooLarge` once it is over the app's `max_body_bytes`
     (declared or streamed: a body without Content-Length is counted as it arrives)."""
     limit: int = request.app.state.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise _Rejected(_too_large(limit))
+        raise BodyTooLarge(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise _Rejected(_too_large(limit))
+            raise BodyTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _too_large(limit: int) -> Response:
-    message = f"the request body is over the server's limit of {limit} bytes"
-    return JSONResponse(
-        error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, message, ""), status_code=413
-    )
+async def read_body(request: Request) -> bytes:
+    """The request body, refused with 413 once it is over the app's `max_body_bytes`."""
+    try:
+        return await read_body_within_limit(request)
+    except BodyTooLarge as error:
+        raise _too_large(error.limit) from None
 
 
-async def _json_object(request: Request) -> dict[str, Any] | Response:
+def _too_large(limit: int) -> Refused:
+    return Refused(413, grpc.StatusCode.RESOURCE_EXHAUSTED, str(BodyTooLarge(limit)))
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object (empty: {}); `Refused` naming `body` otherwise."""
     raw = await read_body(request)
     try:
         body = json.loads(raw or b"{}")
     except ValueError as error:
-        return _bad_request("body", f"is not JSON: {error}")
+        raise Refused.bad("body", f"is not JSON: {error}") from None
     if not isinstance(body, dict):
-        return _bad_request("body", f"must be a JSON object; got {type(body).__name__}")
+        raise Refused.bad("body", f"must be a JSON object; got {type(body).__name__}")
     return body
 
 
 async def _body(request: Request, message_type: type[Message]) -> Any:
-    body = await _json_object(request)
-    if isinstance(body, Response):
-        raise _Rejected(body)
+    body = await json_object(request)
     try:
         return from_json(body, message_type)
     except BadJson as error:
-        raise _Rejected(_bad_request(error.field or "body", error.detail)) from None
+        raise Refused.bad(error.field or "body", error.detail) from None
 
 
 async def _query(request: Request, message_type: type[Message]) -> Any:
@@ -577,7 +720,7 @@ async def _query(request: Request, message_type: type[Message]) -> Any:
     try:
         return from_json(params, message_type)
     except BadJson as error:
-        raise _Rejected(_bad_request(error.field or "query", error.detail)) from None
+        raise Refused.bad(error.field or "query", error.detail) from None
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -585,7 +728,7 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     if raw is None or raw == "":
         return default
     if not raw.isdigit() or not low <= int(raw) <= high:
-        raise _Rejected(_bad_request(name, f"must be an integer from {low} to {high}; got {raw!r}"))
+        raise Refused.bad(name, f"must be an integer from {low} to {high}; got {raw!r}")
     return int(raw)
 
 
@@ -598,15 +741,22 @@ def call_of(request: Request) -> HttpCall:
     return HttpCall(timeout_ms / 1000 if timeout_ms else None, connected)
 
 
-async def _call(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
-    """The servicer's reply, or the error response its status makes."""
+async def invoke(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
+    """The servicer's reply to `message`, called as the gRPC server calls it (in a worker
+    thread, with the request's deadline and liveness); `CallFailed` for an error status."""
     call = call_of(request)
     try:
         return await run_in_threadpool(method, message, call)
-    except CallFailed as failure:
-        return _failed(failure)
     finally:
         call.finish()
+
+
+async def _call(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
+    """The servicer's reply, or the error response its status makes."""
+    try:
+        return await invoke(request, method, message)
+    except CallFailed as failure:
+        return _failed(failure)
 
 
 async def _unary(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Response:
@@ -623,12 +773,19 @@ def _with_statuses(call: HttpCall, work: Callable[[], T]) -> T:
             call.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(error))
 
 
-async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
-    """`work()` in a worker thread, with the stores' errors as the servicers' statuses."""
+async def guarded(request: Request, work: Callable[[], T]) -> T:
+    """`work()` in a worker thread, with the stores' errors as the servicers' statuses
+    (`CallFailed`)."""
     call = call_of(request)
     try:
         return await run_in_threadpool(_with_statuses, call, work)
-    except CallFailed as failure:
-        return _failed(failure)
     finally:
         call.finish()
+
+
+async def _guarded(request: Request, work: Callable[[], Any]) -> Any:
+    """`guarded`, or the error response its status makes."""
+    try:
+        return await guarded(request, work)
+    except CallFailed as failure:
+        return _failed(failure)

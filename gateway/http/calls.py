@@ -39,6 +39,8 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.UNAVAILABLE: 503,
     grpc.StatusCode.DATA_LOSS: 500,
 }
+# The longest deadline a call over HTTP may ask for (`?timeout_ms=`).
+MAX_TIMEOUT_MS = 3_600_000
 # "top_k: must be between 1 and 1000": INVALID_ARGUMENT messages start with the field.
 _FIELD_PREFIX = re.compile(r"^([a-z_][\w.\[\]]*): ")
 

@@ -6,15 +6,18 @@ files), every field present (an empty list or a 0 score is shown, not left out),
 64-bit integers as JSON numbers rather than strings (index versions and Unix milliseconds
 stay far below 2**53). Enums are their names ("QUERY_MODE_MIX").
 
-Requests are parsed by `json_format.ParseDict`, which names the field it cannot take;
-enums also accept the short lower-case forms a person types ("failed"). The query mode is
-parsed as every door parses it (`gateway/convert.py` `mode_from_json`): by the modes'
-names ("mix"), or the enum's names and numbers.
+Requests are checked field by field against the message's descriptor before
+`json_format.ParseDict` reads them, so an error names the field where it is
+(`history[0].content`), what the field takes and what came; enums also accept the short
+lower-case forms a person types ("failed"), and an unknown one is refused listing them. The
+query mode is parsed as every door parses it (`gateway/convert.py` `mode_from_json`): by the
+modes' names ("mix"), or the enum's names and numbers.
 """
 
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import re
 from collections.abc import Callable
@@ -25,8 +28,8 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 
 from gateway.convert import mode_from_json
-from gateway.types import MODE_NAMES, InvalidQuery
-from protos.kgstream.v1 import query_pb2
+from gateway.types import MODE_NAMES, InvalidQuery, shown
+from kgstream_protos.v1 import query_pb2
 
 M = TypeVar("M", bound=Message)
 
@@ -39,10 +42,6 @@ _INT64_TYPES = frozenset(
         FieldDescriptor.TYPE_SFIXED64,
     }
 )
-# json_format's messages name the field: 'Failed to parse top_k field: ...',
-# 'Message type "kgstream.v1.QueryRequest" has no field named "topk"'.
-_FIELD_PATH = re.compile(r"Failed to parse (\w+) field")
-_UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)"')
 _QUERY_MODE = query_pb2.QueryMode.DESCRIPTOR.full_name
 
 
@@ -109,72 +108,165 @@ def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any]:
 
 
 def from_json(body: Any, message_type: type[M]) -> M:
-    """Parse a JSON object into `message_type`; BadJson names the field it cannot take."""
+    """Parse a JSON object into `message_type`; BadJson names the field it cannot take
+    (`history[0].content`), says what the field takes and what it got."""
     if not isinstance(body, dict):
         raise BadJson("", f"the body must be a JSON object; got {type(body).__name__}")
     message: M = message_type()
+    checked = _checked_message(body, message_type.DESCRIPTOR, "")
     try:
-        json_format.ParseDict(
-            _with_enum_names(body, message_type.DESCRIPTOR), message, ignore_unknown_fields=False
-        )
-    except InvalidQuery as error:
-        raise BadJson(error.field, error.detail) from None
-    except json_format.ParseError as error:
-        text = str(error)
-        path = _FIELD_PATH.findall(text)
-        unknown = _UNKNOWN_FIELD.search(text)
-        field = ".".join(path + ([unknown.group(1)] if unknown else []))
-        raise BadJson(field, text.split("\n")[0]) from None
+        json_format.ParseDict(checked, message, ignore_unknown_fields=False)
+    except json_format.ParseError as error:  # what the checks above let through
+        raise BadJson("", str(error).split("\n")[0]) from None
     return message
 
 
-def _with_enum_names(
-    body: dict[str, Any], descriptor: Descriptor, path: str = ""
-) -> dict[str, Any]:
-    """`body` with short enum forms ("failed") replaced by the enum's names
-    (DOCUMENT_STATUS_FAILED) and the query mode parsed, in nested messages too;
-    `InvalidQuery` names the field (`path`: where `body` is) of a mode that is none."""
-    fixed = dict(body)
+def _checked_message(body: dict[str, Any], descriptor: Descriptor, path: str) -> dict[str, Any]:
+    """`body` checked against `descriptor`, field by field, with enum values turned into the
+    enum's names (the query mode parsed as every door parses it); `path`: where `body` is."""
+    checked: dict[str, Any] = {}
     for name, value in body.items():
-        field = descriptor.fields_by_name.get(name)
+        field = descriptor.fields_by_name.get(name) or _by_json_name(descriptor, name)
         if field is None:
-            continue
-        if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type.full_name == _QUERY_MODE:
-            try:
-                fixed[name] = mode_from_json(value)
-            except InvalidQuery as error:
-                raise InvalidQuery(path + name, error.detail) from None
-        elif field.type == FieldDescriptor.TYPE_ENUM:
-            fixed[name] = (
-                [enum_name(field.enum_type, item) for item in value]
-                if isinstance(value, list)
-                else enum_name(field.enum_type, value)
-            )
-        elif field.type == FieldDescriptor.TYPE_MESSAGE and isinstance(value, dict):
-            fixed[name] = _with_enum_names(value, field.message_type, f"{path}{name}.")
-        elif field.type == FieldDescriptor.TYPE_MESSAGE and isinstance(value, list):
-            fixed[name] = [
-                _with_enum_names(item, field.message_type, f"{path}{name}.")
-                if isinstance(item, dict)
-                else item
-                for item in value
+            raise BadJson(path + name, _not_a_field(descriptor, name))
+        where = path + name
+        if value is None and field.type != FieldDescriptor.TYPE_ENUM:
+            checked[name] = value  # JSON's null: the field's default
+        elif field.is_repeated:
+            if not isinstance(value, list):
+                raise BadJson(where, f"must be a list of {_items(field)}; got {shown(value)}")
+            checked[name] = [
+                _checked_value(field, item, f"{where}[{index}]") for index, item in enumerate(value)
             ]
-    return fixed
+        else:
+            checked[name] = _checked_value(field, value, where)
+    return checked
+
+
+def _by_json_name(descriptor: Descriptor, name: str) -> FieldDescriptor | None:
+    """The field proto3 JSON also names in lowerCamelCase ("topK")."""
+    return next((f for f in descriptor.fields if f.json_name == name), None)
+
+
+def _not_a_field(descriptor: Descriptor, name: str) -> str:
+    names = [field.name for field in descriptor.fields]
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]}?" if close else f"its fields are {', '.join(names)}"
+    return f"is not a field of {descriptor.name}; {hint}"
+
+
+def _items(field: FieldDescriptor) -> str:
+    """What a repeated field's items are, in words: "strings", "ConversationTurn objects"."""
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return f"{field.message_type.name} objects"
+    return f"{_KINDS[field.type]}s"
+
+
+_INT_RANGES = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
+}
+_KINDS = {
+    **dict.fromkeys(_INT_RANGES, "integer"),
+    FieldDescriptor.TYPE_DOUBLE: "number",
+    FieldDescriptor.TYPE_FLOAT: "number",
+    FieldDescriptor.TYPE_BOOL: "boolean",
+    FieldDescriptor.TYPE_STRING: "string",
+    FieldDescriptor.TYPE_BYTES: "base64 string",
+    FieldDescriptor.TYPE_ENUM: "enum value name",
+}
+_INTEGER_TEXT = re.compile(r"^-?[0-9]+$")
+_NUMBER_TEXT = re.compile(r"^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$")
+_BOOLEANS = {True: True, False: False, "true": True, "false": False}
+
+
+def _checked_value(field: FieldDescriptor, value: Any, where: str) -> Any:
+    """One value of `field` as ParseDict takes it, or BadJson saying what the field takes.
+    Integers and booleans may come as text too: query parameters are text."""
+    kind = field.type
+    if kind == FieldDescriptor.TYPE_MESSAGE:
+        if not isinstance(value, dict):
+            raise BadJson(where, f"must be a {field.message_type.name} object; got {shown(value)}")
+        return _checked_message(value, field.message_type, where + ".")
+    if kind == FieldDescriptor.TYPE_ENUM:
+        return _enum_value(field.enum_type, value, where)
+    if kind in _INT_RANGES:
+        number = _integer(value)
+        low, high = _INT_RANGES[kind]
+        if number is None:
+            raise BadJson(where, f"must be an integer; got {shown(value)}")
+        if not low <= number <= high:
+            raise BadJson(where, f"must be an integer from {low} to {high}; got {number}")
+        return number
+    if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (numeric or (isinstance(value, str) and _NUMBER_TEXT.match(value))):
+            raise BadJson(where, f"must be a number; got {shown(value)}")
+        return value
+    if kind == FieldDescriptor.TYPE_BOOL:
+        if not isinstance(value, bool | str) or value not in _BOOLEANS:
+            raise BadJson(where, f"must be true or false; got {shown(value)}")
+        return _BOOLEANS[value]
+    if not isinstance(value, str):  # a string, or bytes as base64 text
+        raise BadJson(where, f"must be a {_KINDS[kind]}; got {shown(value)}")
+    return value
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INTEGER_TEXT.match(value):
+        return int(value)
+    return None
+
+
+def _enum_value(enum: EnumDescriptor, value: Any, where: str) -> Any:
+    """The enum value's name for one of the forms a request may give it; the query mode by
+    the modes' names (`gateway/convert.py` `mode_from_json`), others by their short names
+    ("failed"), their names or their numbers. Anything else is refused listing the short
+    names, once."""
+    if enum.full_name == _QUERY_MODE:
+        try:
+            return mode_from_json(value)
+        except InvalidQuery as error:
+            raise BadJson(where, error.detail) from None
+    if value is None or (isinstance(value, str) and value in enum.values_by_name):
+        return value
+    if type(value) is int and value in enum.values_by_number:  # a bool is no number
+        return enum.values_by_number[value].name
+    shorts = short_enum_names(enum)
+    if isinstance(value, str) and value.lower() in shorts:
+        return shorts[value.lower()]
+    raise BadJson(
+        where, f"must be one of {', '.join(shorts)} (or leave it unset); got {shown(value)}"
+    )
+
+
+def short_enum_names(enum: EnumDescriptor) -> dict[str, str]:
+    """The short lower-case form of each set value of `enum`, to its name: the name without
+    the prefix of the enum's zero value, by proto3's naming ("DOCUMENT_STATUS_UNSPECIFIED":
+    "DOCUMENT_STATUS_FAILED" -> "failed")."""
+    prefix = enum.values_by_number[0].name.removesuffix("UNSPECIFIED")
+    return {
+        value.name.removeprefix(prefix).lower(): value.name for value in enum.values if value.number
+    }
 
 
 def enum_names(enum: EnumDescriptor) -> list[str]:
     """The names a request may give `enum`'s values by (the OpenAPI document lists them):
-    the query mode's are the modes' own names before the enum's."""
-    own = list(MODE_NAMES) if enum.full_name == _QUERY_MODE else []
+    the query mode's are the modes' own names, others their short names, before the enum's
+    own names."""
+    own = list(MODE_NAMES) if enum.full_name == _QUERY_MODE else list(short_enum_names(enum))
     return [*own, *(value.name for value in enum.values)]
-
-
-def enum_name(enum: EnumDescriptor, value: Any) -> Any:
-    """The enum value's name for a short form ("failed" -> "DOCUMENT_STATUS_FAILED");
-    anything else (a full name, a number, garbage for ParseDict to refuse) as it is."""
-    if not isinstance(value, str) or value in enum.values_by_name:
-        return value
-    for named in enum.values:
-        if named.name.lower().endswith("_" + value.lower()) and named.number != 0:
-            return named.name
-    return value

@@ -4,12 +4,16 @@
 
 Message schemas follow `gateway/http/messages.py`'s JSON: proto field names, every field,
 64-bit integers as numbers, enums as names. The few bodies that are not protobuf messages
-(health, version, chat completions) are described in `EXTRA_SCHEMAS`.
+(health, version, ...) are described in `EXTRA_SCHEMAS`, the doors' (OpenAI's, Ollama's) by
+the doors themselves. What the servicers accept of each request field (ranges, defaults,
+lengths: `field_constraints`) comes from the constants and limits they check against, so
+the document cannot promise what the server refuses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -17,8 +21,22 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from dataflow.core.documents import MAX_DOC_ID_BYTES
+from gateway.engine import MAX_TOP_K
+from gateway.http.auth import is_guarded
+from gateway.http.calls import MAX_TIMEOUT_MS
+from gateway.http.errors import API_PREFIX
 from gateway.http.messages import enum_names
 from gateway.http.routes import ApiRoute
+from gateway.knowledge_graph import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_SUBGRAPH_DEPTH,
+    DEFAULT_SUBGRAPH_NODES,
+    MAX_PAGE_SIZE,
+    MAX_SUBGRAPH_DEPTH,
+    MAX_SUBGRAPH_NODES,
+)
+from gateway.types import DEFAULT_MODE, HISTORY_ROLES, QueryParams, RequestLimits
 
 _SCALARS: dict[int, dict[str, Any]] = {
     FieldDescriptor.TYPE_DOUBLE: {"type": "number", "format": "double"},
@@ -94,26 +112,6 @@ EXTRA_SCHEMAS: dict[str, dict[str, Any]] = {
         },
         "additionalProperties": False,
     },
-    "ModelList": {
-        "type": "object",
-        "description": "OpenAI's model list: one model per query mode (kgstream-mix, ...)",
-        "properties": {"object": {"const": "list"}, "data": {"type": "array"}},
-    },
-    "ChatCompletion": {
-        "type": "object",
-        "description": "OpenAI's chat completion (or, with stream: true, server-sent "
-        "chat.completion.chunk objects ending with [DONE]); plus `references` and "
-        "`index_version`. The request is OpenAI's: model, messages, stream, stream_options.",
-        "properties": {
-            "id": {"type": "string"},
-            "object": {"type": "string"},
-            "model": {"type": "string"},
-            "choices": {"type": "array"},
-            "usage": {"type": "object"},
-            "references": _array_of("kgstream.v1.Reference"),
-            "index_version": _INDEX_VERSION,
-        },
-    },
     "RetryFailed": {
         "type": "object",
         "properties": {
@@ -130,17 +128,81 @@ EXTRA_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def openapi_document(routes: Sequence[ApiRoute], extra: dict[str, Any] | None = None) -> Any:
-    """The document for `routes` (`extra`: more named schemas, e.g. the chat endpoint's)."""
+def field_constraints(limits: RequestLimits) -> dict[str, dict[str, Any]]:
+    """JSON Schema keywords for request fields, by full name ("kgstream.v1.QueryRequest.top_k"):
+    the ranges, defaults and lengths the servicers and the engine check and apply, from
+    their own constants and `limits` (the engine's, from the settings)."""
+    defaults = {
+        field.name: field.default
+        for field in dataclasses.fields(QueryParams)
+        if field.default is not dataclasses.MISSING
+    }
+    query = "kgstream.v1.QueryRequest"
+    keywords = {"maxItems": limits.max_keywords, "items": {"maxLength": limits.max_keyword_chars}}
+    constraints: dict[str, dict[str, Any]] = {
+        f"{query}.question": {"maxLength": limits.max_question_chars},
+        f"{query}.mode": {"default": DEFAULT_MODE.value},
+        f"{query}.response_type": {"default": defaults["response_type"]},
+        f"{query}.high_level_keywords": keywords,
+        f"{query}.low_level_keywords": keywords,
+        f"{query}.include_references": {"default": defaults["include_references"]},
+        f"{query}.min_index_version": {"minimum": 0, "default": defaults["min_index_version"]},
+        "kgstream.v1.ConversationTurn.role": {"enum": list(HISTORY_ROLES)},
+        "kgstream.v1.GetSubgraphRequest.depth": {
+            "minimum": 0,
+            "maximum": MAX_SUBGRAPH_DEPTH,
+            "default": DEFAULT_SUBGRAPH_DEPTH,
+        },
+        "kgstream.v1.GetSubgraphRequest.max_nodes": {
+            "minimum": 1,
+            "maximum": MAX_SUBGRAPH_NODES,
+            "default": DEFAULT_SUBGRAPH_NODES,
+        },
+        "kgstream.v1.ListDocumentsRequest.page_size": {
+            "minimum": 1,
+            "maximum": MAX_PAGE_SIZE,
+            "default": DEFAULT_PAGE_SIZE,
+        },
+    }
+    for name in ("top_k", "chunk_top_k"):
+        constraints[f"{query}.{name}"] = {
+            "minimum": 1,
+            "maximum": MAX_TOP_K,
+            "default": defaults[name],
+        }
+    for name in ("max_entity_tokens", "max_relation_tokens", "max_total_tokens"):
+        constraints[f"{query}.{name}"] = {"minimum": 1, "default": defaults[name]}
+    return constraints
+
+
+# Path parameters, by name: a doc id is at most MAX_DOC_ID_BYTES bytes of UTF-8, so at
+# most that many characters.
+PATH_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    "doc_id": {
+        "minLength": 1,
+        "maxLength": MAX_DOC_ID_BYTES,
+        "description": f"at most {MAX_DOC_ID_BYTES} bytes of UTF-8; may hold '/'",
+    },
+}
+
+
+def openapi_document(
+    routes: Sequence[ApiRoute],
+    limits: RequestLimits,
+    extra: Mapping[str, Any] | None = None,
+) -> Any:
+    """The document for `routes`, with the engine's `limits` (`extra`: more named schemas,
+    the doors')."""
     comments = _proto_comments()
+    constraints = field_constraints(limits)
     schemas: dict[str, Any] = {**EXTRA_SCHEMAS, **(extra or {})}
     paths: dict[str, Any] = {}
     for route in routes:
         for message in (route.body, route.query, route.response):
             if isinstance(message, type) and issubclass(message, Message):
-                _add_schemas(message.DESCRIPTOR, schemas, comments)
+                _add_schemas(message.DESCRIPTOR, schemas, comments, constraints)
         path = route.path.replace(":path}", "}")
-        paths.setdefault(path, {})[route.method.lower()] = _operation(route, comments)
+        paths.setdefault(path, {})[route.method.lower()] = _operation(route, comments, constraints)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -148,7 +210,9 @@ def openapi_document(routes: Sequence[ApiRoute], extra: dict[str, Any] | None = 
             "version": "v1",
             "description": "The kgstream gateway over HTTP/JSON: the gRPC services "
             "(kgstream.v1.KnowledgeGraph, kgstream.v1.Ingest) as routes, server-sent events, "
-            "and an OpenAI-compatible chat endpoint. Errors are {error: {code, message, field}}.",
+            "OpenAI's chat and embeddings API under /v1/ and Ollama's under /api/. Errors are "
+            "{error: {code, message, field}}; under /v1/ OpenAI's {error: {message, type, "
+            "param, code}}, under Ollama's /api/ routes {error: message}.",
         },
         "paths": paths,
         "components": {
@@ -158,10 +222,17 @@ def openapi_document(routes: Sequence[ApiRoute], extra: dict[str, Any] | None = 
     }
 
 
-def _operation(route: ApiRoute, comments: dict[str, str]) -> dict[str, Any]:
+def _operation(
+    route: ApiRoute, comments: dict[str, str], constraints: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     operation: dict[str, Any] = {"summary": route.summary, "responses": {}}
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", **PATH_CONSTRAINTS.get(name, {})},
+        }
         for name in route.path_fields
     ]
     if route.query is not None:
@@ -169,20 +240,30 @@ def _operation(route: ApiRoute, comments: dict[str, str]) -> dict[str, Any]:
         for field in descriptor.fields:
             if field.type == FieldDescriptor.TYPE_MESSAGE:
                 continue
+            full_name = f"{descriptor.full_name}.{field.name}"
             parameters.append(
                 {
                     "name": field.name,
                     "in": "query",
-                    "schema": _field_schema(field),
-                    "description": comments.get(f"{descriptor.full_name}.{field.name}", ""),
+                    "schema": _constrained(_field_schema(field), constraints.get(full_name)),
+                    "description": comments.get(full_name, ""),
                 }
             )
-    if route.path.startswith("/api/"):
+    parameters.extend(
+        {
+            "name": param.name,
+            "in": "query",
+            "schema": dict(param.schema),
+            "description": param.description,
+        }
+        for param in route.params
+    )
+    if route.path.startswith(API_PREFIX) and "timeout_ms" not in {p.name for p in route.params}:
         parameters.append(
             {
                 "name": "timeout_ms",
                 "in": "query",
-                "schema": {"type": "integer", "minimum": 0},
+                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_TIMEOUT_MS},
                 "description": "the call's deadline in milliseconds [none]",
             }
         )
@@ -198,16 +279,27 @@ def _operation(route: ApiRoute, comments: dict[str, str]) -> dict[str, Any]:
             "required": True,
             "content": {"application/json": {"schema": _ref("DocumentUpsert")}},
         }
-    media = "text/event-stream" if route.streams else "application/json"
+    media = route.media or ("text/event-stream" if route.streams else "application/json")
     content = {media: {"schema": _ref(route.response)}} if route.response is not None else {}
     operation["responses"]["200"] = {"description": "OK", "content": content}
     operation["responses"]["default"] = {
-        "description": "an error (4xx, 5xx)",
-        "content": {"application/json": {"schema": _ref("Error")}},
+        "description": "an error (4xx, 5xx), in the error shape of the path",
+        "content": {"application/json": {"schema": _ref(route.error)}},
     }
-    if route.path.startswith(("/api/", "/v1/")):
+    if is_guarded(route.path):
         operation["security"] = [{"bearerAuth": []}]
     return operation
+
+
+def _constrained(schema: dict[str, Any], constraint: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`schema` with a field's constraints; an array's item constraints go to its items."""
+    if not constraint:
+        return schema
+    items = constraint.get("items")
+    merged = {**schema, **{k: v for k, v in constraint.items() if k != "items"}}
+    if items is not None:
+        merged["items"] = {**schema["items"], **items}
+    return merged
 
 
 def _ref(target: type[Message] | str | None) -> dict[str, Any]:
@@ -216,19 +308,25 @@ def _ref(target: type[Message] | str | None) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{target}"}
 
 
-def _add_schemas(descriptor: Descriptor, schemas: dict[str, Any], comments: dict[str, str]) -> None:
+def _add_schemas(
+    descriptor: Descriptor,
+    schemas: dict[str, Any],
+    comments: dict[str, str],
+    constraints: dict[str, dict[str, Any]],
+) -> None:
     if descriptor.full_name in schemas:
         return
     schemas[descriptor.full_name] = {}  # reserved first: messages may refer to each other
     properties = {}
     for field in descriptor.fields:
-        schema = _field_schema(field)
-        comment = comments.get(f"{descriptor.full_name}.{field.name}")
+        full_name = f"{descriptor.full_name}.{field.name}"
+        schema = _constrained(_field_schema(field), constraints.get(full_name))
+        comment = comments.get(full_name)
         if comment:
             schema = {**schema, "description": comment}
         properties[field.name] = schema
         if field.type == FieldDescriptor.TYPE_MESSAGE:
-            _add_schemas(field.message_type, schemas, comments)
+            _add_schemas(field.message_type, schemas, comments, constraints)
     schemas[descriptor.full_name] = {
         "type": "object",
         "description": comments.get(descriptor.full_name, ""),
@@ -250,7 +348,7 @@ def _field_schema(field: FieldDescriptor) -> dict[str, Any]:
 
 def _proto_comments() -> dict[str, str]:
     """The comments of our messages and fields, by full name ("kgstream.v1.Entity.key")."""
-    data = resources.files("protos.kgstream.v1").joinpath("descriptors.binpb").read_bytes()
+    data = resources.files("kgstream_protos.v1").joinpath("descriptors.binpb").read_bytes()
     comments: dict[str, str] = {}
     for file in descriptor_pb2.FileDescriptorSet.FromString(data).file:
         names = dict(_message_paths(file.package, file.message_type, (4,)))

@@ -1,21 +1,21 @@
-"""MCP over Streamable HTTP at /mcp, on the HTTP API's port (mounted by gateway/server.py
-into the app of gateway/http/app.py, behind the same bearer token).
+"""MCP over Streamable HTTP at /mcp, on the HTTP API's port: a door of the app of
+gateway/http/app.py (opened by gateway/server.py), behind the same bearer token.
 
 Stateless: each POST is served on its own, with no session kept between requests, so any
 gateway replica can answer any request, and a client that goes away ends its call (the
 response stream closes, which cancels the tool call and with it the servicer call). The
-SDK's session manager runs for the app's lifetime (`McpEndpoint.lifespan`). A browser page
+SDK's session manager runs for the app's lifetime (the door's lifespan). A browser page
 is let in only from the HTTP API's CORS origins (an `Origin` header outside them is
 refused, which keeps a page a DNS-rebinding attack loaded from driving the tools); clients
-that are not browsers send no `Origin`.
+that are not browsers send no `Origin`. Errors the app writes under /mcp (a missing token's
+401, a 404 or 405) are JSON-RPC errors, which MCP clients show with their message (they
+reduce any other body to its status).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -23,29 +23,23 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Route
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.http.calls import error_body
+from gateway.http.auth import MCP_ROOT
+from gateway.http.routes import Door
 
-MCP_PATH = "/mcp"
+JSONRPC_INVALID_REQUEST = -32600
 # The headers a browser client of Streamable HTTP sends and reads (for CORS).
 MCP_REQUEST_HEADERS = ("mcp-protocol-version", "mcp-session-id", "last-event-id")
 MCP_RESPONSE_HEADERS = ("mcp-session-id",)
 
 
-@dataclass(frozen=True)
-class McpEndpoint:
-    """The /mcp route, and the lifespan the app must run it in."""
-
-    route: BaseRoute
-    lifespan: Callable[[Any], AbstractAsyncContextManager[None]]
-
-
-def mcp_endpoint(
+def mcp_door(
     server: Server[Any], max_body_bytes: int, allowed_origins: tuple[str, ...] = ()
-) -> McpEndpoint:
-    """`server` over Streamable HTTP; bodies over `max_body_bytes` are refused (413)."""
+) -> Door:
+    """`server` over Streamable HTTP at /mcp, run for the app's lifetime; bodies over
+    `max_body_bytes` are refused (413)."""
     manager = StreamableHTTPSessionManager(
         app=server, stateless=True, max_request_body_size=max_body_bytes
     )
@@ -56,7 +50,20 @@ def mcp_endpoint(
             yield
 
     app = _OriginCheck(StreamableHTTPASGIApp(manager), frozenset(allowed_origins))
-    return McpEndpoint(Route(MCP_PATH, endpoint=app), lifespan)
+    return Door(
+        routes=(),
+        error_shapes={MCP_ROOT: jsonrpc_error},
+        mounts=(Route(MCP_ROOT, endpoint=app),),
+        lifespan=lifespan,
+    )
+
+
+def jsonrpc_error(status: int, code: grpc.StatusCode, message: str, field: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": JSONRPC_INVALID_REQUEST, "message": message},
+    }
 
 
 class _OriginCheck:
@@ -73,7 +80,7 @@ class _OriginCheck:
                 f"the origin {origin!r} may not call /mcp: add it to http_cors_origins "
                 "(KGSTREAM_HTTP_CORS_ORIGINS) to let a page from it in"
             )
-            body = error_body(grpc.StatusCode.PERMISSION_DENIED, message)
+            body = jsonrpc_error(403, grpc.StatusCode.PERMISSION_DENIED, message, "")
             response = JSONResponse(body, status_code=403)
             await response(scope, receive, send)
             return

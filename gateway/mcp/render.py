@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.http.chat import with_references
+from gateway.http.conversation import references_tail
 from gateway.http.messages import to_json
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def _references(result: pb.RetrievalResult) -> list[dict[str, Any]]:
 
 def answer_output(reply: pb.QueryResponse) -> ToolOutput:
     """The answer, ending with its numbered references, and the index version it reflects."""
-    text = with_references(reply.answer, reply.context.references)
+    text = reply.answer + references_tail(reply.answer, reply.context.references)
     data = {
         "answer": reply.answer,
         "references": _references(reply.context),

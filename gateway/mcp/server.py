@@ -28,7 +28,7 @@ from gateway.mcp.render import as_json, document_text
 from gateway.mcp.servicers import Servicers
 from gateway.mcp.tools import DEFAULT_TOOL_LIMITS, ToolLimits, tool_table
 from gateway.types import InvalidQuery
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 logger = logging.getLogger("kgstream.mcp")
 

@@ -24,7 +24,7 @@ from gateway.http.calls import CallFailed, HttpCall
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
-from protos.kgstream.v1 import ingest_pb2_grpc, query_pb2_grpc
+from kgstream_protos.v1 import ingest_pb2_grpc, query_pb2_grpc
 
 KNOWLEDGE_GRAPH_METHODS = (
     "Query",

@@ -39,8 +39,8 @@ from gateway.mcp.arguments import INT64, BadArgument, Param, input_schema
 from gateway.mcp.render import ToolOutput, answer_output, as_json, context_output
 from gateway.mcp.servicers import Servicers
 from gateway.types import DEFAULT_MODE, MODE_NAMES, QueryParams, RequestLimits, parse_mode, shown
-from protos.kgstream.v1 import ingest_pb2
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import ingest_pb2
+from kgstream_protos.v1 import query_pb2 as pb
 
 Run = Callable[[Servicers, dict[str, Any]], Awaitable[ToolOutput]]
 

@@ -34,7 +34,8 @@ def start_gateway(settings: Settings, engine: Any, stores: Any, folder: Any = No
 def _print_serving(address: str, http_url: str | None, tls: bool = False) -> None:
     transport = "gRPC over TLS" if tls else "gRPC"
     web = (
-        f"  web:   {http_url}/ (graph, queries, documents; HTTP API {http_url}/openapi.json)\n"
+        f"  web:   {http_url}/ (graph, queries, documents; HTTP API {http_url}/docs)\n"
+        f"  chat:  OpenAI clients at {http_url}/v1, Ollama clients at {http_url}\n"
         if http_url
         else ""
     )
@@ -108,7 +109,7 @@ def command_query(settings: Settings, args: argparse.Namespace) -> int:
 def _query_gateway(address: str, request: Any, context_only: bool, settings: Settings) -> Any:
     import grpc
 
-    from protos.kgstream.v1 import query_pb2_grpc
+    from kgstream_protos.v1 import query_pb2_grpc
 
     metadata = []
     if settings.grpc_auth_token:

@@ -122,7 +122,7 @@ def test_a_killed_embedded_redis_is_restarted_with_what_it_had(tmp_path):
         client = stores.graph.client
         client.set("kept", "yes")
         client.save()  # on disk before the kill (the append-only file syncs every second)
-        embedded = stores._embedded_redis
+        embedded = stores.embedded_redis
         assert embedded is not None and embedded.pid is not None
         os.kill(embedded.pid, signal.SIGKILL)
         wait_until(lambda: not embedded.is_running(), 10, "redis-server to die")

@@ -18,12 +18,12 @@ import tiktoken_ext.openai_public as openai_public
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import connectors.tokenizer as tokenizer_module
 from connectors.tokenizer import (
     SUPPORTED_ENCODINGS,
     TiktokenTokenizer,
     UnknownEncodingError,
     load_encoding,
+    split_for_counting,
 )
 from dataflow.core.chunking import Tokenizer
 from tests.support.ports import free_port
@@ -130,17 +130,14 @@ def test_tokens_match_an_independent_implementation(name: str) -> None:
 def test_pattern_and_special_tokens_equal_tiktokens_own_definition(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Run tiktoken's constructor with its file loader swapped for ours, to read
-    # the pattern and special tokens it would use without downloading anything.
+    # Run tiktoken's constructor with its file loader swapped for none, to read the
+    # pattern and special tokens it would use without downloading anything.
     ours = load_encoding(name)
-    monkeypatch.setattr(
-        openai_public,
-        "load_tiktoken_bpe",
-        lambda url, expected_hash: ours._mergeable_ranks,
-    )
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash: {})
     theirs: dict[str, Any] = openai_public.ENCODING_CONSTRUCTORS[name]()
-    assert ours._pat_str == theirs["pat_str"]
-    assert ours._special_tokens == theirs["special_tokens"]
+    assert ours._pat_str == theirs["pat_str"]  # tiktoken has no public reader of its pattern
+    special = {token: ours.encode_single_token(token) for token in ours.special_tokens_set}
+    assert special == theirs["special_tokens"]
 
 
 def test_default_encoding_is_cl100k_and_loaded_once(cl100k: tiktoken.Encoding) -> None:
@@ -177,6 +174,7 @@ def test_adapter_pickles_as_its_encoding_name() -> None:
     restored = pickle.loads(payload)
     assert restored.encoding is load_encoding("o200k_base")
     assert restored.encode("hello world") == [24912, 2375]
+    assert pickle.loads(pickle.dumps(TiktokenTokenizer(cached_text_chars=0))).cached_text_chars == 0
 
 
 def test_encoding_and_adapter_satisfy_the_core_tokenizer_protocol(
@@ -200,10 +198,8 @@ _AROUND_CUTS = st.text(alphabet="{}\n\r \"'sSltvx.,:/\\1é日🚀-", max_size=40
 @given(pieces=st.lists(_AROUND_CUTS, min_size=1, max_size=12))
 def test_counting_in_parts_equals_counting_the_whole(name: str, pieces: list[str]) -> None:
     text = "}\n{".join(pieces)
-    with pytest.MonkeyPatch.context() as patch:
-        # Every text is counted in parts (no length threshold), at every "}\n{" joint.
-        patch.setattr(tokenizer_module, "_CACHED_TEXT_CHARS", 0)
-        counted = TiktokenTokenizer(name).count(text)
+    # Every text is counted in parts (no length threshold), at every "}\n{" joint.
+    counted = TiktokenTokenizer(name, cached_text_chars=0).count(text)
     assert counted == len(load_encoding(name).encode_ordinary(text))
 
 
@@ -213,9 +209,9 @@ def test_a_long_prompt_is_counted_exactly_in_parts(cl100k: tiktoken.Encoding) ->
         for n in range(200)
     ]
     prompt = "Entities:\n\n```json\n" + "\n".join(lines) + "\n```\n\nThe end.\n"
-    assert len(prompt) > 10 * tokenizer_module._CACHED_TEXT_CHARS
-    assert len(tokenizer_module._parts(prompt)) == len(lines)
-    assert "".join(tokenizer_module._parts(prompt)) == prompt
     tokenizer = TiktokenTokenizer()
+    assert len(prompt) > 10 * tokenizer.cached_text_chars
+    assert len(split_for_counting(prompt)) == len(lines)
+    assert "".join(split_for_counting(prompt)) == prompt
     assert tokenizer.count(prompt) == len(cl100k.encode_ordinary(prompt))
     assert tokenizer.count(prompt) == len(cl100k.encode_ordinary(prompt))  # from the cache

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from gateway.server import RunningServer
@@ -34,3 +35,11 @@ def http_server(corpus: Corpus, llm_server: OpenAICompatibleServer) -> Iterator[
     llm_server.default_reply = ANSWER
     with http_gateway(new_engine(corpus, llm_server), corpus.stores.graph) as server:
         yield server
+
+
+@pytest.fixture
+def http(http_server: RunningServer) -> Iterator[httpx.Client]:
+    """An HTTP client of `http_server`'s HTTP API."""
+    assert http_server.http is not None
+    with httpx.Client(base_url=http_server.http.url, timeout=60) as client:
+        yield client

@@ -5,7 +5,7 @@ import pytest
 from connectors.redis.ports import StoredDocument
 from dataflow.core.documents import DocumentRecord, DocumentStatus, FailureKind
 from gateway.convert import document_to_proto
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 
 @pytest.mark.parametrize("kind", [None, *FailureKind])

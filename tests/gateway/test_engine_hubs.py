@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import gateway.engine as engine_module
-from gateway.engine import QueryEngine
+from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.retrieval import GraphScope, Scope, find_entities, named_in, one_hop
 from gateway.types import Mode, QueryParams
@@ -57,18 +56,26 @@ def test_a_limited_read_is_an_exact_prefix_of_the_full_ranking(hub):
     assert limited == full[: len(limited)]
 
 
+def engine_of(hub, **options) -> QueryEngine:
+    return QueryEngine(
+        hub.stores,
+        hub.embedder,
+        TOKENIZER,
+        OfflineKeywordExtractor(),
+        options=EngineOptions(**options),
+    )
+
+
 @pytest.mark.parametrize("budget", [300, 2000, 8000, 60000])
-def test_local_mode_with_a_hub_equals_reading_every_relation(hub, monkeypatch, budget):
-    engine = QueryEngine(hub.stores, hub.embedder, TOKENIZER, OfflineKeywordExtractor())
+def test_local_mode_with_a_hub_equals_reading_every_relation(hub, budget):
     params = QueryParams(
         "What agreements did Kessler Institute sign?",
         mode=Mode.LOCAL,
         top_k=5,
         max_relation_tokens=budget,
     )
-    quick = engine.retrieve(params)
-    monkeypatch.setattr(engine_module, "_FIRST_RELATION_READ", 10**9)
-    assert engine.retrieve(params) == quick
+    quick = engine_of(hub).retrieve(params)
+    assert engine_of(hub, first_relation_read=10**9).retrieve(params) == quick
     assert quick.relations
 
 
@@ -77,7 +84,6 @@ def test_local_mode_with_a_hub_equals_reading_every_relation(hub, monkeypatch, b
 def test_entities_read_in_slices_equal_reading_every_entity(hub, monkeypatch, mode, budget):
     """Entity records are read a slice at a time until the entity budget cuts inside what
     was read; one slice of everything gives the same result, and so do slices of one."""
-    engine = QueryEngine(hub.stores, hub.embedder, TOKENIZER, OfflineKeywordExtractor())
     params = QueryParams(
         "Which labs work with Kessler Institute in Porto?",
         mode=mode,
@@ -94,16 +100,13 @@ def test_entities_read_in_slices_equal_reading_every_entity(hub, monkeypatch, mo
         return read_entities(keys, degrees_only)
 
     monkeypatch.setattr(graph, "get_entities_and_degrees", counted)
-    monkeypatch.setattr(engine_module, "_FIRST_ENTITY_READ", 4)
-    quick = engine.retrieve(params)
+    quick = engine_of(hub, first_entity_read=4).retrieve(params)
     quick_reads = sum(reads)
-    monkeypatch.setattr(engine_module, "_FIRST_ENTITY_READ", 10**9)
     reads.clear()
-    everything = engine.retrieve(params)
+    everything = engine_of(hub, first_entity_read=10**9).retrieve(params)
     every_read = sum(reads)
     assert everything == quick
-    monkeypatch.setattr(engine_module, "_FIRST_ENTITY_READ", 1)
-    assert engine.retrieve(params) == quick
+    assert engine_of(hub, first_entity_read=1).retrieve(params) == quick
     assert quick.entities
     if budget == 200:  # the budget keeps a few: the rest were never read
         assert quick_reads < every_read

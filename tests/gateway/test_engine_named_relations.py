@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import gateway.retrieval as retrieval_module
-from gateway.engine import QueryEngine
+from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.types import Mode, QueryParams
 from tests.dataflow.harness import TOKENIZER
@@ -44,8 +43,10 @@ def corpus(redis_server, tmp_path_factory):
     built.close()
 
 
-def retrieve(corpus, mode: Mode):
-    engine = QueryEngine(corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
+def retrieve(corpus, mode: Mode, options: EngineOptions | None = None):
+    engine = QueryEngine(
+        corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor(), options=options
+    )
     return engine.retrieve(QueryParams(QUESTION, mode=mode, top_k=8, chunk_top_k=8))
 
 
@@ -58,10 +59,9 @@ def test_a_relation_lane_finds_each_named_entity_beside_the_hub(corpus, mode):
     assert QUIET in {chunk.file_path for chunk in result.chunks}
 
 
-def test_without_the_named_lane_the_hub_crowds_the_quiet_entity_out(corpus, monkeypatch):
+def test_without_the_named_lane_the_hub_crowds_the_quiet_entity_out(corpus):
     """The corpus really tests the lane: without it, Orla Finch is not found."""
-    monkeypatch.setattr(retrieval_module, "NAMED_FOR_RELATIONS", 0)
-    result = retrieve(corpus, Mode.GLOBAL)
+    result = retrieve(corpus, Mode.GLOBAL, EngineOptions(named_for_relations=0))
 
     ends = {key for relation in result.relations for key in relation.record.pair}
     assert "orla finch" not in ends

@@ -15,11 +15,10 @@ from connectors.stores import Stores
 from connectors.vectors.port import VectorKind
 from dataflow.core.commit import GraphBatch
 from dataflow.core.naming import relation_id
-from gateway import retrieval as lanes
 from gateway.context import chunk_budget, chunk_line, entity_line, reference_line, relation_line
 from gateway.engine import AnswerCache, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.retrieval import ChunkSearch, GraphScope, Scope
+from gateway.retrieval import AMONG_KEYS, CANDIDATE_CHUNKS, ChunkSearch, GraphScope, Scope
 from gateway.types import (
     Answer,
     IndexVersionTimeout,
@@ -327,17 +326,13 @@ SCOPES = [
 
 @pytest.mark.parametrize("scope", SCOPES, ids=repr)
 @pytest.mark.parametrize("way", ["among", "listed-deep", "deep"])
-def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, monkeypatch, scope, way):
+def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, scope, way):
     """Among what the in-scope chunks mention (a point-id set), reading deeper and keeping
     those (too many to search among), or deep (a path scope too wide to list: reading deeper
     and checking the records), a scoped search returns the whole ranking's best `top_k` of
     the points an in-scope chunk mentions, ties by key."""
     stores = corpus.stores
     listed = way != "deep"
-    if way == "listed-deep":
-        monkeypatch.setattr(lanes, "AMONG_KEYS", 0)
-    if way == "deep":
-        monkeypatch.setattr(lanes, "CANDIDATE_CHUNKS", 0)
     docs = {d.record.doc_id: d.record for d in stores.graph.iter_documents()}
     chunks = {  # of the documents in scope: both parts of the scope hold for one document
         chunk_id
@@ -346,7 +341,12 @@ def test_a_scoped_graph_search_finds_the_best_in_scope_points(corpus, monkeypatc
         and Scope(file_path_prefix=scope.file_path_prefix).admits((), (record.file_path,))
         for chunk_id in record.chunk_ids
     }
-    in_scope = GraphScope.of(stores, scope)
+    in_scope = GraphScope.of(
+        stores,
+        scope,
+        candidate_chunks=0 if way == "deep" else CANDIDATE_CHUNKS,
+        among_keys=0 if way == "listed-deep" else AMONG_KEYS,
+    )
     if not listed and not scope.doc_ids and chunks:  # more in-scope chunks than 0
         assert (in_scope.entities, in_scope.relations) == (None, None)
     else:

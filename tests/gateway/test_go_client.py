@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.gateway.corpus import Corpus
 from tests.gateway.cross_language import (
     REQUEST,

@@ -1,6 +1,6 @@
 """The query modes are one table (gateway/types.py `PLANS`): each mode's plan says what it
-retrieves, and every door (the gRPC enum, the HTTP JSON, the chat models, the CLI, the
-OpenAPI document) parses into it through `parse_mode`, taking exactly the table's modes
+retrieves, and every door (the gRPC enum, the HTTP JSON, the chat models, Ollama's models,
+the CLI, the OpenAPI document) parses into it through `parse_mode`, taking exactly the table's modes
 and refusing any other with the same message."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import pytest
 
 from gateway import convert
 from gateway.engine import LaneTexts
-from gateway.http.chat import MODELS, ChatError, parse_chat_request
+from gateway.http import ollama
+from gateway.http.chat import MODELS, parse_chat_request
+from gateway.http.errors import Refusal
 from gateway.http.messages import BadJson, from_json
 from gateway.http.openapi import openapi_document
 from gateway.http.routes import ApiRoute
@@ -24,10 +26,11 @@ from gateway.types import (
     Mode,
     QueryParams,
     QueryPlan,
+    RequestLimits,
     parse_mode,
 )
 from kgstream.cli import build_parser
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 UNKNOWN = "sideways"
 NAMES = "local, global, hybrid, naive, mix"
@@ -112,6 +115,12 @@ def _chat(name: str) -> Mode:
     return convert.mode_from_proto(request.mode)
 
 
+def _ollama(name: str) -> Mode:
+    tagged = ollama.mode_of(f"kgstream-{name}:latest")
+    assert ollama.mode_of(f"kgstream-{name}") is tagged  # no tag is the latest
+    return tagged
+
+
 def _cli(name: str) -> Mode:
     mode: Mode = build_parser().parse_args(["query", "q", "--mode", name]).mode
     return mode
@@ -121,6 +130,7 @@ DOORS: dict[str, Callable[[str], Mode]] = {
     "grpc": _grpc,
     "http": _http,
     "chat": _chat,
+    "ollama": _ollama,
     "cli": _cli,
 }
 
@@ -141,11 +151,13 @@ def test_the_grpc_enum_holds_the_modes_of_the_table_and_no_other() -> None:
 def test_the_chat_models_are_the_modes_of_the_table_the_default_first() -> None:
     assert sorted(MODELS) == sorted(f"kgstream-{name}" for name in MODE_NAMES)
     assert MODELS[0] == f"kgstream-{DEFAULT_MODE.value}"
+    assert sorted(ollama.MODELS) == sorted(f"kgstream-{name}:latest" for name in MODE_NAMES)
+    assert ollama.MODELS[0] == f"kgstream-{DEFAULT_MODE.value}:latest"
 
 
 def test_the_openapi_document_lists_the_modes_of_the_table_and_no_other() -> None:
     route = ApiRoute("POST", "/q", lambda _: None, "q", body=pb.QueryRequest)
-    schemas = openapi_document([route])["components"]["schemas"]
+    schemas = openapi_document([route], RequestLimits())["components"]["schemas"]
     names = schemas["kgstream.v1.QueryRequest"]["properties"]["mode"]["enum"]
     assert [name for name in names if name in MODE_NAMES] == list(MODE_NAMES)
     # every name listed is taken by the HTTP door, and means a mode of the table
@@ -199,10 +211,19 @@ def test_the_http_door_refuses_what_is_no_mode(value: object) -> None:
 
 @pytest.mark.parametrize(("model", "status"), [("kgstream-sideways", 404), (None, 400)])
 def test_the_chat_door_refuses_a_model_that_is_no_mode(model: str | None, status: int) -> None:
-    with pytest.raises(ChatError) as raised:
+    with pytest.raises(Refusal) as raised:
         parse_chat_request({"model": model, "messages": [{"role": "user", "content": "q"}]})
     assert (raised.value.status, raised.value.param) == (status, "model")
     assert raised.value.message == "model: " + _refusal("kgstream-{}".format, None, repr(model))
+
+
+@pytest.mark.parametrize(("model", "status"), [("kgstream-sideways", 404), (3, 400)])
+def test_the_ollama_door_refuses_a_model_that_is_no_mode(model: object, status: int) -> None:
+    with pytest.raises(Refusal) as raised:
+        ollama.mode_of(model)
+    assert (raised.value.status, raised.value.param) == (status, "model")
+    got = repr("kgstream-sideways:latest") if isinstance(model, str) else repr(model)
+    assert raised.value.message == "model: " + _refusal("kgstream-{}:latest".format, None, got)
 
 
 def test_the_cli_door_refuses_an_unknown_mode(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,8 +26,8 @@ from gateway.ingest import EventPublisher
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.server import RunningServer, ServerOptions, serve
 from gateway.types import Mode, QueryParams
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import DOCUMENTS, Corpus, build_corpus
 from tests.support.llm_server import OpenAICompatibleServer

@@ -16,8 +16,8 @@ from gateway import convert
 from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.types import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUESTION_CHARS, Mode, RequestLimits
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import new_engine, running_gateway, status_of

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -15,10 +16,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from connectors.redis.graph_store import GraphStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from gateway.engine import QueryEngine
-from gateway.health import HealthCheck
+from gateway.health import HealthCheck, ListingHealthServicer
 from gateway.server import RunningServer, ServerOptions, serve
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.gateway.corpus import Corpus, build_corpus
 from tests.gateway.test_server import QUESTION, new_engine, status_of
 from tests.gateway.test_server_safety import listed_services
@@ -167,3 +168,55 @@ def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all
         running.stop()
         own.close()
         redis_server.stop()
+
+
+def listed(address: str) -> dict[str, int]:
+    """Health/List over the wire: each service's status, by name."""
+    with grpc.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        response = health.List(health_pb2.HealthListRequest(), timeout=5)
+        return {service: reply.status for service, reply in response.statuses.items()}
+
+
+@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
+def test_health_list_gives_every_service_and_its_status_without_logging_an_error(
+    engine: QueryEngine, corpus: Corpus, caplog: pytest.LogCaptureFixture
+) -> None:
+    closed = free_port()  # a vector store nothing listens on: NOT_SERVING
+    vectors = QdrantClientVectorStore.from_url(f"http://127.0.0.1:{closed}", "ws", timeout=2)
+    with caplog.at_level(logging.ERROR):
+        serving = gateway(engine, corpus, {"Redis": corpus.stores.graph.ping})
+        try:
+            assert listed(serving.address) == dict.fromkeys(SERVICES, SERVING)
+        finally:
+            serving.stop()
+        failing = gateway(engine, corpus, {"vectors": vectors.ping})
+        try:
+            assert listed(failing.address) == dict.fromkeys(SERVICES, NOT_SERVING)
+            # Each service's List entry is what Check answers for it.
+            assert statuses(failing.address) == {NOT_SERVING}
+        finally:
+            failing.stop()
+            vectors.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_health_list_agrees_with_check_through_a_graceful_shutdown() -> None:
+    """After enter_graceful_shutdown every status is NOT_SERVING and later changes are
+    ignored, in List as in Check."""
+    servicer = ListingHealthServicer()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        address = f"127.0.0.1:{port}"
+        for service in SERVICES[1:]:
+            servicer.set(service, SERVING)
+        assert listed(address) == dict.fromkeys(SERVICES, SERVING)
+        servicer.enter_graceful_shutdown()
+        servicer.set(SERVICES[1], SERVING)  # ignored from now on
+        assert listed(address) == dict.fromkeys(SERVICES, NOT_SERVING)
+        assert statuses(address) == {NOT_SERVING}
+    finally:
+        server.stop(None)

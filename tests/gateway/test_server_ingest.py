@@ -16,8 +16,8 @@ from kafka import KafkaConsumer, TopicPartition
 from connectors.kafka.codec import DecodedEvent, decode_message
 from connectors.kafka.producer import DocumentEventProducer
 from dataflow.core.documents import MAX_DOC_ID_BYTES, DocumentDelete, DocumentUpsert, content_hash
-from protos.kgstream.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import events_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
 from tests.gateway.corpus import Corpus, build_corpus
 from tests.gateway.test_server import http_gateway, new_engine, running_gateway, status_of
 from tests.support.kafka import KafkaBroker

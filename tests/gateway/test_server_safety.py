@@ -24,8 +24,8 @@ from gateway.keywords import LLMKeywordExtractor, OfflineKeywordExtractor
 from gateway.reflection import V1_SERVICE, V1ALPHA_SERVICE
 from gateway.server import ServerOptions
 from gateway.types import CallAbandoned, DeadlinePassed
-from protos.kgstream.v1 import ingest_pb2, query_pb2_grpc
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import ingest_pb2, query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of

@@ -16,8 +16,8 @@ from gateway.engine import QueryEngine
 from gateway.server import RunningServer, ServerOptions, serve
 from kgstream.cli import main
 from kgstream.settings import Settings, SettingsError
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import QUESTION, new_engine, status_of
 

@@ -1,6 +1,6 @@
 """`kgstream run --watch` serving the HTTP API: read-your-writes through the watched folder
-(an upsert over HTTP writes the file, the watcher indexes it, a delete removes it), and
-`--no-http`."""
+(an upsert over HTTP writes the file, the watcher indexes it, an Ollama client's answer
+cites it, a delete removes it), and `--no-http`."""
 
 import re
 import signal
@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import ollama
 import pytest
 
 from tests.kgstream.processes import clean_environment, kgstream
@@ -70,6 +71,11 @@ def test_http_ingest_goes_through_the_watched_folder(env, tmp_path: Path) -> Non
         )
         assert reached.status_code == 200
         wait_until(lambda: http.get("/api/v1/entities/Ada Lovelace").status_code == 200, 60, "Ada")
+        # an Ollama client, pointed at the same port, answers from the new document
+        chat = ollama.Client(host=url).chat(
+            model="kgstream-local", messages=[{"role": "user", "content": "Who is Ada Lovelace?"}]
+        )
+        assert chat.done and "notes/ada.md" in (chat.message.content or "")
         deleted = http.delete("/api/v1/documents/notes/ada.md")
         assert deleted.status_code == 200, deleted.text
         assert not (folder / "notes" / "ada.md").exists()

@@ -1,6 +1,7 @@
 """The dataflow's epoch is the `epoch_seconds` setting: Bytewax snapshots the keyed state a
-step touched once per epoch and commits it to the recovery database (docs/design.md,
-"Epochs of 10 s"). Kill tests snapshot every second instead (`SNAPSHOT_EVERY_SECOND`)."""
+step touched once per epoch and commits it to the recovery database
+(docs/decisions/0005-epochs-of-ten-seconds.md). Kill tests snapshot every second instead
+(`SNAPSHOT_EVERY_SECOND`)."""
 
 import argparse
 import signal

@@ -31,7 +31,7 @@ from tests.support.kafka import KafkaBroker
 from tests.support.llm_server import offline_extraction_reply
 from tests.support.wait import wait_until
 
-OUTAGE_SECONDS = 15.0  # the fault itself, as long as the issue's: not a synchronisation
+OUTAGE_SECONDS = 15.0  # how long the broker stays down: the fault itself, not a synchronisation
 
 
 @pytest.fixture

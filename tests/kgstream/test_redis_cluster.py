@@ -22,8 +22,8 @@ from connectors.index_export import read_graph
 from connectors.redis.graph_store import GraphStore
 from dataflow.core.index import IndexSnapshot
 from kgstream.cli import main
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.kgstream.processes import Output, clean_environment, kgstream
 from tests.kgstream.test_cli_watch import fresh_build
 from tests.support.redis import RedisTestCluster

@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 import grpc
 
-from protos.kgstream.v1 import query_pb2 as pb
-from protos.kgstream.v1 import query_pb2_grpc
+from kgstream_protos.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2_grpc
 from tests.kgstream.processes import Output, clean_environment, kgstream
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.redis import RedisTestServer

@@ -17,7 +17,7 @@ def test_defaults_are_lightrag_chunking_and_embedded_stores():
 
 def test_no_summary_waits_for_a_coalescing_window_unless_one_is_set():
     # A held render stalls the dataflow's input until it is released, and the window saved
-    # no LLM call in the measured workloads (docs/design.md, "Coalesced summaries").
+    # no LLM call in the measured workloads (docs/decisions/0025-no-summary-window-by-default.md).
     assert load_settings({}).summary_coalesce_seconds == 0
     windowed = load_settings({}, None, {"summary_coalesce_seconds": 0.5})
     assert windowed.summary_coalesce_seconds == 0.5
@@ -78,19 +78,19 @@ def test_long_text_embedding_mode_is_checked():
         load_settings({"KGSTREAM_EMBEDDING_LONG_TEXT": "average"})
 
 
-def test_embedding_threads_default_to_the_cores_and_reach_the_model(monkeypatch):
+def test_embedding_threads_default_to_the_cores_and_reach_the_model():
     from connectors.embeddings import local
-    from kgstream.assembly import _model_embedder
+    from kgstream.assembly import model_embedder
 
-    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
-    assert local.automatic_threads() == local.MAX_AUTOMATIC_THREADS
-    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert local.automatic_threads(cores=6) == local.MAX_AUTOMATIC_THREADS
+    assert local.automatic_threads(cores=2) == 2
+    assert local.automatic_threads(cores=0) == 1
     assert load_settings({}).embedding_threads == 0
-    automatic = _model_embedder(load_settings({}))
-    one = _model_embedder(load_settings({"KGSTREAM_EMBEDDING_THREADS": "1"}))
+    automatic = model_embedder(load_settings({}))
+    one = model_embedder(load_settings({"KGSTREAM_EMBEDDING_THREADS": "1"}))
     assert isinstance(automatic, local.LocalMiniLMEmbedder)
     assert isinstance(one, local.LocalMiniLMEmbedder)
-    assert (automatic.options.threads, one.options.threads) == (2, 1)
+    assert (automatic.options.threads, one.options.threads) == (local.automatic_threads(), 1)
     with pytest.raises(SettingsError, match="embedding_threads"):
         load_settings({"KGSTREAM_EMBEDDING_THREADS": "-1"})
 
@@ -98,10 +98,10 @@ def test_embedding_threads_default_to_the_cores_and_reach_the_model(monkeypatch)
 def test_the_local_model_is_quantized_unless_set_off():
     from connectors.embeddings import local
     from connectors.embeddings.base import embedding_space_name
-    from kgstream.assembly import _model_embedder
+    from kgstream.assembly import model_embedder
 
-    default = _model_embedder(load_settings({}))
-    shipped = _model_embedder(load_settings({"KGSTREAM_EMBEDDING_QUANTIZED": "false"}))
+    default = model_embedder(load_settings({}))
+    shipped = model_embedder(load_settings({"KGSTREAM_EMBEDDING_QUANTIZED": "false"}))
     assert isinstance(default, local.LocalMiniLMEmbedder)
     assert isinstance(shipped, local.LocalMiniLMEmbedder)
     assert (default.options.quantized, shipped.options.quantized) == (True, False)

@@ -1,5 +1,5 @@
-"""The web UI in a real browser (issue 14 item 4): `kgstream run` watches a copy of the sample
-corpus and serves the UI; node/browser_flow.mjs drives Debian's Chromium through it (search,
+"""The web UI in a real browser: `kgstream run` watches a copy of the sample corpus and
+serves the UI; node/browser_flow.mjs drives Debian's Chromium through it (search,
 expand, a mix query with references, a live update after a file edit and after its undo, a
 document containing <script> shown as text, retry failed and delete), with auth on.
 Screenshots of each step go to $KGSTREAM_TEST_ARTIFACTS/webui (or tests/artifacts/webui)."""
@@ -18,37 +18,17 @@ import pytest
 
 from tests.kgstream.processes import ROOT, Output, clean_environment, kgstream
 from tests.support.wait import wait_until
+from tests.webui.browsers import CHROMIUM, artifact_folder, node_flow
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
-CHROMIUM = os.environ.get("KGSTREAM_CHROMIUM", "/usr/bin/chromium")
 MARKUP_DOCUMENT = "notes/markup.md"
 MARKUP = "<script>alert(1)</script> Markup Notes: the Harbour Summit page had a script in it.\n"
 # Auth is on, so the flow also proves the UI takes `?token=` and sends it (header and SSE).
 TOKEN = "webui-test-token-7Qm2"
 
 
-def artifact_folder() -> Path:
-    base = os.environ.get("KGSTREAM_TEST_ARTIFACTS")
-    folder = (Path(base) if base else ROOT / "tests" / "artifacts") / "webui"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    return folder
-
-
 @pytest.fixture
 def browser_flow() -> Path:
-    """browser_flow.mjs, with playwright-core installed (scripts/test runs `npm ci`)."""
-    assert shutil.which("node"), "node (20+) must be on PATH for the browser test"
-    assert Path(CHROMIUM).is_file(), f"{CHROMIUM} is missing: apt-get install chromium"
-    if not (NODE_DIR / "node_modules" / "playwright-core").is_dir():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline"],
-            cwd=NODE_DIR,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return NODE_DIR / "browser_flow.mjs"
+    return node_flow("browser_flow.mjs")
 
 
 def get_json(url: str) -> dict:
@@ -100,7 +80,7 @@ def test_the_web_ui_searches_expands_queries_and_updates_live_in_chromium(
 
         wait_until(indexed, 120, f"{documents} documents indexed")
 
-        artifacts = artifact_folder()
+        artifacts = artifact_folder("webui")
         flow = subprocess.run(
             ["node", str(browser_flow)],
             env={

@@ -53,7 +53,14 @@ def test_the_wheel_ships_the_built_web_ui(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for package in ("kgstream", "dataflow", "connectors", "gateway", "protos"):
+    for package in (
+        "kgstream",
+        "dataflow",
+        "connectors",
+        "gateway",
+        "kgstream_protos",
+        "build_backend",
+    ):
         shutil.copytree(
             ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
         )

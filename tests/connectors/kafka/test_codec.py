@@ -5,7 +5,7 @@ from google.protobuf import json_format
 
 from connectors.kafka.codec import DecodedEvent, MalformedEvent, decode_message, encode_change
 from dataflow.core.documents import MAX_DOC_ID_BYTES, DocumentDelete, DocumentUpsert
-from protos.kgstream.v1.events_pb2 import DocumentEvent
+from kgstream_protos.v1.events_pb2 import DocumentEvent
 
 
 def decoded(key, value) -> DecodedEvent:

@@ -364,13 +364,14 @@ def test_a_consumer_reset_back_to_the_beginning_neither_repeats_nor_loses_events
     with DocumentEventProducer(bootstrap, topic) as producer:
         for n in range(4):
             producer.send(DocumentUpsert(f"old-{n}", "text"))
-    source = KafkaDocumentSource(KafkaSourceOptions(bootstrap, topic))
-    partition = source.build_part("kafka", f"{topic}-0", None)
+    options = KafkaSourceOptions(bootstrap, topic)
+    consumer = new_consumer(bootstrap, options.consumer_config)
+    partition = KafkaPartition(options, 0, None, consumer=consumer)
     try:
         read = []
         while len(read) < 4:
             read.extend(poll_until_events(partition))
-        partition._consumer.seek(TopicPartition(topic, 0), 0)  # the reset
+        consumer.seek(TopicPartition(topic, 0), 0)  # the reset
         with DocumentEventProducer(bootstrap, topic) as producer:
             producer.send(DocumentUpsert("new", "text"))
         with caplog.at_level(logging.WARNING, logger="kgstream.kafka"):

@@ -19,6 +19,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,7 +29,6 @@ from redis.cluster import RedisCluster
 from redis.connection import Connection, UnixDomainSocketConnection
 from redis.crc import key_slot
 
-import connectors.redis.graph_store as graph_store_module
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import RedisClient
 from connectors.redis.embedded import EmbeddedRedis, RedisStartError
@@ -412,20 +412,37 @@ def test_a_relation_written_again_leaves_out_its_long_lists_that_did_not_change(
     assert stored.source_chunk_ids == ("chunk-1", "chunk-2") and stored.file_paths == doc_ids
 
 
-def test_a_record_deleted_or_not_written_is_written_whole_next_time(store, monkeypatch):
+@contextmanager
+def refusing_writes(store: GraphStore) -> Iterator[None]:
+    """Every server of `store` refuses writes while inside, as a Redis out of memory does
+    (a maxmemory of one byte, no eviction); reads still work."""
+    client = store.client
+    servers = (
+        [client.get_redis_connection(node) for node in client.get_nodes()]
+        if isinstance(client, RedisCluster)
+        else [client]
+    )
+    saved = [server.config_get("maxmemory", "maxmemory-policy") for server in servers]
+    try:
+        for server in servers:
+            server.config_set("maxmemory-policy", "noeviction")
+            server.config_set("maxmemory", 1)
+        yield
+    finally:
+        for server, settings in zip(servers, saved, strict=True):
+            server.config_set("maxmemory", settings["maxmemory"])
+            server.config_set("maxmemory-policy", settings["maxmemory-policy"])
+
+
+def test_a_record_deleted_or_not_written_is_written_whole_next_time(store):
     store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))
     store.apply(GraphBatch(entity_deletes=("ada",)))
     store.apply(GraphBatch(entity_upserts=(hub(100, 80),)))  # a partial write: no doc_ids
     assert store.get_entities(["ada"])["ada"] == hub(100, 80)
 
-    def refused(*args, **kwargs):
-        raise redis.ConnectionError("the server is away")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(store, "_apply_to_node", refused)
-        patched.setattr(graph_store_module, "apply_to_cluster", refused)
-        with pytest.raises(redis.ConnectionError):
-            store.apply(GraphBatch(entity_upserts=(hub(100, 81, key="bob"),)))
+    with refusing_writes(store), pytest.raises(redis.ResponseError, match="maxmemory"):
+        store.apply(GraphBatch(entity_upserts=(hub(100, 81, key="bob"),)))
+    assert store.get_entities(["bob"]) == {}
     store.apply(GraphBatch(entity_upserts=(hub(100, 81, key="bob"),)))
     assert store.get_entities(["bob"])["bob"] == hub(100, 81, key="bob")
 
@@ -1097,7 +1114,10 @@ def test_a_reader_never_sees_a_processed_document_missing_records_nor_a_version_
             rounds_at[version] = {d: v.n for d, v in current.items() if v is not None}
             # The next batch starts once the reader has read again, so it reads during each.
             with read_done:
-                read_done.wait_for(lambda n=reads_before: len(seen) > n + 1 or stopped.is_set(), 30)
+                read_again = read_done.wait_for(
+                    lambda n=reads_before: len(seen) > n + 1 or stopped.is_set(), 30
+                )
+            assert read_again, f"the reader did not read again within 30 s of version {version}"
             if problems:
                 break
     finally:

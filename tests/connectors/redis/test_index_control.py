@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-import connectors.redis.index_control as index_control_module
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.index_control import RedisIndexControl
+from connectors.redis.ports import TrackedDocument
 
 _workspaces = itertools.count()
 
@@ -32,10 +32,8 @@ def control(graph: GraphStore) -> RedisIndexControl:
     return RedisIndexControl(graph.client, graph.workspace)
 
 
-def test_dead_letters_are_listed_newest_first_once_each_and_bounded(
-    graph: GraphStore, control: RedisIndexControl, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(index_control_module, "DEAD_LETTERS_KEPT", 3)
+def test_dead_letters_are_listed_newest_first_once_each_and_bounded(graph: GraphStore) -> None:
+    control = RedisIndexControl(graph.client, graph.workspace, dead_letters_kept=3)
     assert control.dead_letters() == (0, [])
     for offset in range(4):
         control.record_dead_letter(f"kafka:t/0@{offset}", f"bad {offset}", at=100.0 + offset)
@@ -89,3 +87,22 @@ def test_the_control_plane_never_moves_the_index_version(
     control.keep_snapshot_dictionary(b"dictionary")
 
     assert graph.version() == 0
+
+
+def test_a_track_is_kept_whole_for_every_reader_until_it_expires(
+    graph: GraphStore, control: RedisIndexControl
+) -> None:
+    published = [
+        TrackedDocument("notes/{a}.md", "sha256:" + "a" * 64, 1700000000.25),
+        TrackedDocument("café %7B.md", "", 1700000001.5),
+    ]
+    assert control.tracked_documents("insert_1") is None
+    control.remember_track("insert_1", published, keep_seconds=60)
+
+    other_gateway = RedisIndexControl(graph.client, graph.workspace)
+    assert other_gateway.tracked_documents("insert_1") == published
+    assert control.tracked_documents("insert_{1}") is None  # braces cannot reach another key
+    ttl = graph.client.ttl(control.keys.track("insert_1"))
+    assert 0 < ttl <= 60
+    graph.clear()
+    assert control.tracked_documents("insert_1") is None

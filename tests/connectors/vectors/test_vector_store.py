@@ -532,7 +532,7 @@ def test_edge_counts_a_term_with_an_apostrophe_as_one_token(tmp_path: Path) -> N
 def _as_before_terms_were_text(store: BaseVectorStore) -> None:
     """Leave `store`'s collections as the kgstream before vector format 5 wrote them: each
     point's terms a keyword list, indexed as keywords, the metadata saying format 4."""
-    for record in store._list_records():
+    for record in store.collections():
         name = record.name
         older = {**record.to_metadata(), "format": "kgstream-vectors/4"}
         lists = {
@@ -540,7 +540,7 @@ def _as_before_terms_were_text(store: BaseVectorStore) -> None:
             for i, payload in _raw_payloads(store, name).items()
         }
         if isinstance(store, EdgeVectorStore):
-            shard = store._shards[name]
+            shard = store.shard(name)
             for i, payload in lists.items():
                 shard.update(edge.UpdateOperation.set_payload([i], payload))
             shard.update(edge.UpdateOperation.delete_field_index(TERMS_FIELD))
@@ -557,8 +557,9 @@ def _as_before_terms_were_text(store: BaseVectorStore) -> None:
 def _raw_payloads(store: BaseVectorStore, name: str) -> dict[str, dict[str, Any]]:
     """Every point's stored payload, index fields included, by point id."""
     if isinstance(store, EdgeVectorStore):
-        pages = store._pages(name, 100, True, with_vector=False)
-        return {str(r.id): dict(r.payload) for page in pages for r in page}
+        request = edge.ScrollRequest(limit=1000, with_payload=True, with_vector=False)
+        points, _ = store.shard(name).scroll(request)
+        return {str(r.id): dict(r.payload or {}) for r in points}
     assert isinstance(store, QdrantClientVectorStore)
     records, _ = store.client.scroll(name, limit=1000, with_payload=True)
     return {str(r.id): dict(r.payload or {}) for r in records}
@@ -571,14 +572,14 @@ def test_a_collection_whose_terms_are_keywords_is_rewritten_when_opened(backend:
     first.upsert([lexical_chunk(key, text) for key, text in texts.items()])
     expected = _query_weights(first, "art party lab")
     _as_before_terms_were_text(first)
-    assert {r.keyword_terms for r in first._list_records()} == {True}
+    assert {r.keyword_terms for r in first.collections()} == {True}
     if backend.persistent:
         first.close()
 
     again = backend.open()
     again.ensure_collections(SPACE, DIM)
 
-    assert {(r.current_format, r.keyword_terms) for r in again._list_records()} == {(True, False)}
+    assert {(r.current_format, r.keyword_terms) for r in again.collections()} == {(True, False)}
     name = collection_name(WORKSPACE, VectorKind.CHUNK, SPACE)
     stored = sorted(payload[TERMS_FIELD] for payload in _raw_payloads(again, name).values())
     assert stored == ["art lab", "art war", "artists party"]
@@ -732,29 +733,18 @@ def test_an_ends_filter_finds_the_relations_of_those_entities(store: BaseVectorS
     ]
 
 
-def test_searches_without_payload_read_each_points_key_once(
-    store: BaseVectorStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_searches_without_payload_read_each_points_key_once(store: BaseVectorStore) -> None:
     # Reading a payload back costs more than scoring a whole collection: a search
     # without payload reads none, and a point's key is read from the backend only the
     # first time it is hit (a point id is a hash of its key, so the pair never changes).
     store.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(6)])
-    reads: list[list[str]] = []
-    original = store._retrieve_keys
-
-    def counted(name: str, ids: list[str]) -> dict[str, str]:
-        reads.append(ids)
-        return original(name, ids)
-
-    monkeypatch.setattr(store, "_retrieve_keys", counted)
     first = store.search(VectorKind.CHUNK, unit(1, 0), 3, with_payload=False)
     again = store.search(VectorKind.CHUNK, unit(1, 0), 6, with_payload=False)
 
     assert keys(first) == ["c-0", "c-1", "c-2"]
     assert keys(again) == ["c-0", "c-1", "c-2", "c-3", "c-4", "c-5"]
-    assert sorted(id for ids in reads for id in ids) == sorted(
-        point_id(VectorKind.CHUNK, f"c-{n}") for n in range(6)
-    )  # each id once: the second search read only the three keys it had not seen
+    # Six points hit, six keys read: each once, the second search only those it had not seen.
+    assert store.key_cache.read_from_backend == 6
     store.delete(VectorKind.CHUNK, ["c-0"])
     assert keys(store.search(VectorKind.CHUNK, unit(1, 0), 2, with_payload=False)) == ["c-1", "c-2"]
 
@@ -764,29 +754,25 @@ def test_the_key_cache_keeps_at_most_its_size(store: BaseVectorStore) -> None:
     store.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(5)])
     hits = store.search(VectorKind.CHUNK, unit(1, 0), 5, with_payload=False)
     assert keys(hits) == [f"c-{n}" for n in range(5)]
-    assert len(store._keys) == 2
+    assert store.key_cache.cached == 2
 
 
-def test_the_key_warmup_reads_every_key_ahead_and_stops_on_close(
-    backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_key_warmup_reads_every_key_ahead_and_stops_on_close(backend: Backend) -> None:
     opened = backend.open()
     opened.ensure_collections(SPACE, DIM)
     opened.upsert([chunk(f"c-{n}", unit(1, n / 10), "d", "a.md") for n in range(7)])
     opened.upsert([entity(f"e-{n}", unit(0, 1, n / 10), ["d"], ["a.md"]) for n in range(4)])
     opened.start_key_warmup()
-    wait_until(lambda: len(opened._keys) >= 11, 30, "the warm-up to read every key", interval=0.01)
-    assert len(opened._keys) == 11
+    wait_until(
+        lambda: opened.key_cache.cached >= 11, 30, "the warm-up to read every key", interval=0.01
+    )
+    assert opened.key_cache.cached == 11
 
-    def unexpected(name: str, ids: list[str]) -> dict[str, str]:
-        raise AssertionError(f"read keys {ids} after the warm-up")
-
-    monkeypatch.setattr(opened, "_retrieve_keys", unexpected)
     found = opened.search(VectorKind.ENTITY, unit(0, 1), 4, with_payload=False)
     assert keys(found) == ["e-0", "e-1", "e-2", "e-3"]
-    warmup = opened._warmup
+    assert opened.key_cache.read_from_backend == 0  # every key was read ahead
     opened.close()
-    assert warmup is not None and not warmup.is_alive() and opened._warmup is None
+    assert not opened.key_cache.warming_up
 
 
 def _edge_contents(store: EdgeVectorStore) -> dict[VectorKind, dict[str, VectorPoint]]:

@@ -140,7 +140,8 @@ func reflect(ctx context.Context, client reflectionv1.ServerReflectionClient) (m
 	return map[string]any{"services": services, "top_k_comment": comment}, nil
 }
 
-// fieldComment is the trailing comment of message.field in file's source info ("" if none).
+// fieldComment is the leading comment of message.field in file's source info ("" if none):
+// the documentation comment, which grpcurl describe shows too.
 func fieldComment(file *descriptorpb.FileDescriptorProto, message, field string) string {
 	const messageTypes, fields = 4, 2 // FileDescriptorProto.message_type, DescriptorProto.field
 	for m, described := range file.GetMessageType() {
@@ -152,7 +153,7 @@ func fieldComment(file *descriptorpb.FileDescriptorProto, message, field string)
 				path := location.GetPath()
 				if len(path) == 4 && path[0] == messageTypes && path[1] == int32(m) &&
 					path[2] == fields && path[3] == int32(f) {
-					return location.GetTrailingComments()
+					return location.GetLeadingComments()
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 """The HTTP/JSON API over a real socket, with a real HTTP client (httpx), on the indexed
-test corpus: every route, the server-sent event streams, bad input, auth, CORS and the
-OpenAPI document. The same servicers answer as over gRPC (gateway/http/calls.py), so these
+test corpus: every route, the server-sent event streams, bad input, routing (404, 405 with
+Allow) and the error shape of each path, auth, CORS and the OpenAPI document with the limits
+the servicers enforce. The same servicers answer as over gRPC (gateway/http/calls.py), so these
 tests check the HTTP side: routing, JSON both ways, statuses, streaming and safety."""
 
 from __future__ import annotations
@@ -14,18 +15,27 @@ import httpx
 import pytest
 
 from dataflow.core.commit import GraphBatch
-from gateway.server import RunningServer
+from dataflow.core.documents import MAX_DOC_ID_BYTES
+from gateway.embeddings import MAX_EMBEDDING_INPUTS
+from gateway.engine import MAX_TOP_K, EngineOptions, QueryEngine
+from gateway.http.app import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
+from gateway.http.calls import MAX_TIMEOUT_MS
+from gateway.keywords import OfflineKeywordExtractor
+from gateway.knowledge_graph import DEFAULT_SUBGRAPH_DEPTH, MAX_PAGE_SIZE, MAX_SUBGRAPH_DEPTH
+from gateway.types import (
+    DEFAULT_MODE,
+    HISTORY_ROLES,
+    MAX_KEYWORD_CHARS,
+    MAX_KEYWORDS,
+    MAX_QUESTION_CHARS,
+    QueryParams,
+    RequestLimits,
+)
+from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
 from tests.gateway.test_server import ANSWER, http_gateway, new_engine
 
 TOKEN = "http-test-token"
-
-
-@pytest.fixture
-def http(http_server: RunningServer) -> Iterator[httpx.Client]:
-    assert http_server.http is not None
-    with httpx.Client(base_url=http_server.http.url, timeout=60) as client:
-        yield client
 
 
 def sse_events(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
@@ -218,10 +228,120 @@ def test_a_body_over_the_limit_is_413(corpus: Corpus) -> None:
     assert reply.json()["error"]["code"] == "RESOURCE_EXHAUSTED"
 
 
+# -- routing: 404 for an unknown path, 405 with Allow for a wrong method ------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("GET", "/api/v1/query", {"POST"}),
+        ("POST", "/api/v1/documents/notes/a.md", {"GET", "HEAD", "PUT", "DELETE"}),
+        ("DELETE", "/api/v1/version", {"GET", "HEAD"}),
+        ("POST", "/openapi.json", {"GET", "HEAD"}),
+        ("POST", "/", {"GET", "HEAD"}),
+        ("POST", "/docs", {"GET", "HEAD"}),
+    ],
+)
+def test_a_known_path_with_a_wrong_method_is_405_naming_the_methods_it_takes(
+    http: httpx.Client, method: str, path: str, allowed: set[str]
+) -> None:
+    reply = http.request(method, path)
+    assert reply.status_code == 405, reply.text
+    assert reply.headers["allow"] == ", ".join(sorted(allowed))
+    error = reply.json()["error"]
+    assert method in error["message"] and reply.headers["allow"] in error["message"]
+
+
+def test_head_is_answered_on_every_path_that_takes_get(http: httpx.Client) -> None:
+    for path in ("/api/v1/version", "/api/v1/documents/projects/atlas.md", "/docs", "/"):
+        reply = http.head(path)
+        assert reply.status_code == 200, path
+        assert reply.content == b""
+
+
+def test_a_web_ui_file_with_a_wrong_method_is_405_too(http: httpx.Client) -> None:
+    page = http.get("/").text
+    script = re.search(r'src="(/assets/[^"]+)"', page)
+    assert script, page
+    assert http.get(script.group(1)).status_code == 200
+    reply = http.post(script.group(1))
+    assert reply.status_code == 405 and reply.headers["allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("POST", "/nope"), ("GET", "/nope"), ("GET", "/api/v1/nope"), ("GET", "/assets/nope.js")],
+)
+def test_an_unknown_path_is_404_whatever_the_method(
+    http: httpx.Client, method: str, path: str
+) -> None:
+    reply = http.request(method, path)
+    assert reply.status_code == 404, reply.text
+    assert "allow" not in reply.headers
+    assert reply.json()["error"]["code"] == "NOT_FOUND"
+
+
+def test_errors_the_app_writes_take_the_shape_of_the_api_of_their_path(http: httpx.Client) -> None:
+    """kgstream's shape under /api/v1/, OpenAI's under /v1/, Ollama's under its /api/."""
+    kgstream = http.get("/api/v1/query").json()["error"]
+    assert kgstream["code"] == "UNIMPLEMENTED" and "field" in kgstream
+    for reply in (http.get("/v1/chat/completions"), http.get("/v1/nope")):
+        error = reply.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}, error
+        assert error["type"] == "invalid_request_error"
+    assert http.get("/v1/chat/completions").headers["allow"] == "POST"
+    for reply in (http.get("/api/chat"), http.get("/api/nope"), http.post("/api/tags")):
+        assert reply.status_code in (404, 405)
+        assert isinstance(reply.json()["error"], str), reply.text
+
+
+def test_a_bad_timeout_is_400_in_the_shape_of_its_path(http: httpx.Client) -> None:
+    kgstream = http.post("/api/v1/retrieve?timeout_ms=soon", json={"question": "q"})
+    assert kgstream.status_code == 400 and kgstream.json()["error"]["field"] == "timeout_ms"
+    chat = http.post(
+        "/v1/chat/completions?timeout_ms=soon",
+        json={"model": "kgstream-mix", "messages": [{"role": "user", "content": "q"}]},
+    )
+    assert chat.status_code == 400 and chat.json()["error"]["param"] == "timeout_ms"
+
+
+# -- enum fields: an unknown value is refused listing the values once -------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "request_kwargs", "field", "values"),
+    [
+        ("POST", "/api/v1/retrieve", {"json": {"question": "q", "mode": "sideways"}}, "mode",
+         "local, global, hybrid, naive, mix"),
+        ("GET", "/api/v1/documents", {"params": {"status": "sideways"}}, "status",
+         "pending, processing, processed, failed"),
+        ("POST", "/api/v1/retrieve",
+         {"json": {"question": "q", "history": [{"role": "robot", "content": "x"}]}},
+         "history[0].role", "user, assistant"),
+    ],
+)  # fmt: skip
+def test_an_unknown_enum_value_is_refused_listing_the_values_once(
+    http: httpx.Client,
+    method: str,
+    path: str,
+    request_kwargs: dict[str, Any],
+    field: str,
+    values: str,
+) -> None:
+    reply = http.request(method, path, **request_kwargs)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["field"] == field
+    assert error["message"].startswith(f"{field}: must be ")
+    assert error["message"].count(field) == 1, error["message"]
+    assert error["message"].count(values) == 1
+    assert "Failed to parse" not in error["message"]
+
+
 # -- auth and CORS ---------------------------------------------------------------
 
 
-def test_auth_token_guards_the_api_but_not_health_ui_or_schema(corpus: Corpus) -> None:
+def test_auth_token_guards_the_api_but_not_health_ui_schema_or_docs(corpus: Corpus) -> None:
     engine = new_engine(corpus, None)
     with http_gateway(engine, corpus.stores.graph, auth_token=TOKEN) as server:
         assert server.http is not None
@@ -231,7 +351,8 @@ def test_auth_token_guards_the_api_but_not_health_ui_or_schema(corpus: Corpus) -
         right = httpx.get(f"{url}/api/v1/version", headers={"authorization": f"bearer {TOKEN}"})
         chat = httpx.get(f"{url}/v1/models")
         open_paths = [
-            httpx.get(f"{url}{path}").status_code for path in ("/healthz", "/openapi.json")
+            httpx.get(f"{url}{path}").status_code
+            for path in ("/healthz", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js")
         ]
         with httpx.stream("GET", f"{url}/api/v1/events", params={"access_token": TOKEN}) as events:
             events_status = events.status_code
@@ -239,7 +360,7 @@ def test_auth_token_guards_the_api_but_not_health_ui_or_schema(corpus: Corpus) -
     assert bare.status_code == 401 and bare.json()["error"]["code"] == "UNAUTHENTICATED"
     assert wrong.status_code == 401 and right.status_code == 200
     assert chat.status_code == 401
-    assert open_paths == [200, 200]
+    assert open_paths == [200, 200, 200, 200]
     assert events_status == 200
     assert query_token_elsewhere.status_code == 401
     assert TOKEN not in bare.text + wrong.text
@@ -294,6 +415,108 @@ def test_openapi_document_is_generated_from_the_routes_and_protos(http: httpx.Cl
     # every reference resolves
     refs = re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(document))
     assert refs and set(refs) <= set(schemas), set(refs) - set(schemas)
+
+
+def _schema_of(document: dict[str, Any], path: str, name: str) -> dict[str, Any]:
+    """A request field's schema: a query parameter of `path`'s GET, else a property of the
+    JSON body of its POST."""
+    operation = document["paths"][path].get("get") or document["paths"][path]["post"]
+    for parameter in operation.get("parameters", []):
+        if parameter["name"] == name:
+            return dict(parameter["schema"])
+    body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    schema = document["components"]["schemas"][body.rpartition("/")[2]]
+    return dict(schema["properties"][name])
+
+
+def test_openapi_states_the_limits_and_defaults_the_servicers_apply(http: httpx.Client) -> None:
+    document = http.get("/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    query = schemas["kgstream.v1.QueryRequest"]["properties"]
+    defaults = QueryParams(question="")
+    assert query["question"]["maxLength"] == MAX_QUESTION_CHARS
+    assert query["mode"]["default"] == DEFAULT_MODE.value
+    for name in ("top_k", "chunk_top_k"):
+        assert (query[name]["minimum"], query[name]["maximum"]) == (1, MAX_TOP_K)
+        assert query[name]["default"] == getattr(defaults, name)
+    assert query["max_total_tokens"]["default"] == defaults.max_total_tokens
+    assert query["include_references"]["default"] is True
+    keywords = query["low_level_keywords"]
+    assert keywords["maxItems"] == MAX_KEYWORDS
+    assert keywords["items"] == {"type": "string", "maxLength": MAX_KEYWORD_CHARS}
+    turn = schemas["kgstream.v1.ConversationTurn"]["properties"]
+    assert turn["role"]["enum"] == list(HISTORY_ROLES)
+    depth = _schema_of(document, "/api/v1/subgraph", "depth")
+    assert (depth["minimum"], depth["maximum"]) == (0, MAX_SUBGRAPH_DEPTH)
+    assert depth["default"] == DEFAULT_SUBGRAPH_DEPTH
+    assert _schema_of(document, "/api/v1/documents", "page_size")["maximum"] == MAX_PAGE_SIZE
+    status = _schema_of(document, "/api/v1/documents", "status")["enum"]
+    assert {"pending", "processing", "processed", "failed"} <= set(status)
+    limit = _schema_of(document, "/api/v1/entities", "limit")
+    assert (limit["maximum"], limit["default"]) == (MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT)
+    assert _schema_of(document, "/api/v1/retrieve", "timeout_ms")["maximum"] == MAX_TIMEOUT_MS
+    doc_id = document["paths"]["/api/v1/documents/{doc_id}"]["put"]["parameters"][0]
+    assert doc_id["schema"]["maxLength"] == MAX_DOC_ID_BYTES
+    embedding = schemas["EmbeddingRequest"]["properties"]
+    assert embedding["input"]["oneOf"][1]["maxItems"] == MAX_EMBEDDING_INPUTS
+    assert embedding["encoding_format"]["enum"] == ["float", "base64"]
+    assert schemas["ChatCompletionRequest"]["properties"]["model"]["enum"][0] == "kgstream-mix"
+    assert "/api/chat" in document["paths"] and "/v1/embeddings" in document["paths"]
+    error = document["paths"]["/v1/embeddings"]["post"]["responses"]["default"]
+    assert error["content"]["application/json"]["schema"]["$ref"].endswith("/OpenAIError")
+
+
+# What else each route needs, beside the field tried.
+_BESIDE = {
+    "/api/v1/retrieve": {"question": "Atlas Project"},
+    "/api/v1/subgraph": {"seed": "Carla Diaz"},
+    "/api/v1/documents": {},
+    "/api/v1/entities": {"q": "Carla Diaz"},
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/v1/retrieve", "top_k"),
+        ("/api/v1/retrieve", "chunk_top_k"),
+        ("/api/v1/subgraph", "depth"),
+        ("/api/v1/subgraph", "max_nodes"),
+        ("/api/v1/documents", "page_size"),
+        ("/api/v1/entities", "limit"),
+    ],
+)
+def test_the_servicers_refuse_just_outside_the_documented_range(
+    http: httpx.Client, path: str, field: str
+) -> None:
+    schema = _schema_of(http.get("/openapi.json").json(), path, field)
+
+    def ask(value: int) -> httpx.Response:
+        given = {**_BESIDE[path], field: value}
+        if path == "/api/v1/retrieve":
+            return http.post(path, json=given)
+        return http.get(path, params=given)
+
+    for value in (schema["minimum"] - 1, schema["maximum"] + 1):
+        reply = ask(value)
+        assert reply.status_code == 400, (field, value, reply.text)
+        assert reply.json()["error"]["field"] == field
+    for value in (schema["minimum"], schema["maximum"]):
+        assert ask(value).status_code == 200, (field, value)
+
+
+def test_openapi_states_the_server_s_configured_limits(corpus: Corpus) -> None:
+    options = EngineOptions(limits=RequestLimits(max_question_chars=123, max_keywords=7))
+    engine = QueryEngine(
+        corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor(), options=options
+    )
+    with http_gateway(engine, corpus.stores.graph) as server:
+        assert server.http is not None
+        document = httpx.get(f"{server.http.url}/openapi.json").json()
+        too_long = httpx.post(f"{server.http.url}/api/v1/retrieve", json={"question": "x" * 124})
+    query = document["components"]["schemas"]["kgstream.v1.QueryRequest"]["properties"]
+    assert query["question"]["maxLength"] == 123 and query["high_level_keywords"]["maxItems"] == 7
+    assert too_long.status_code == 400 and "123" in too_long.json()["error"]["message"]
 
 
 def test_health_follows_the_stores(http: httpx.Client) -> None:

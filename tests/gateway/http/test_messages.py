@@ -4,7 +4,7 @@ enum names out; short enum forms in, and errors that name the field."""
 import pytest
 
 from gateway.http.messages import BadJson, from_json, to_json
-from protos.kgstream.v1 import query_pb2 as pb
+from kgstream_protos.v1 import query_pb2 as pb
 
 
 def test_replies_show_every_field_with_int64_as_numbers_and_enum_names() -> None:
@@ -42,7 +42,7 @@ def test_requests_take_short_enum_forms_in_nested_messages_too() -> None:
         ({"nope": 1}, "nope"),
         ({"top_k": "x"}, "top_k"),
         ({"mode": "unspecified"}, "mode"),
-        ({"history": [{"role": "user", "content": 3}]}, "history.content"),
+        ({"history": [{"role": "user", "content": 3}]}, "history[0].content"),
         ({"document_filter": {"doc_ids": "a"}}, "document_filter.doc_ids"),
     ],
 )

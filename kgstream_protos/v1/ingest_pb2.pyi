@@ -1,4 +1,4 @@
-from protos.kgstream.v1 import events_pb2 as _events_pb2
+from kgstream_protos.v1 import events_pb2 as _events_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union

@@ -3,9 +3,9 @@
 import grpc
 import warnings
 
-from protos.kgstream.v1 import ingest_pb2 as kgstream_dot_v1_dot_ingest__pb2
+from kgstream_protos.v1 import ingest_pb2 as kgstream_dot_v1_dot_ingest__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 

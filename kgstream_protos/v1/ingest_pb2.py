@@ -22,7 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from protos.kgstream.v1 import events_pb2 as kgstream_dot_v1_dot_events__pb2
+from kgstream_protos.v1 import events_pb2 as kgstream_dot_v1_dot_events__pb2
 
 
 DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18kgstream/v1/ingest.proto\x12\x0bkgstream.v1\x1a\x18kgstream/v1/events.proto\"K\n\x15UpsertDocumentRequest\x12\x0e\n\x06\x64oc_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\x0c\x12\x11\n\tfile_path\x18\x03 \x01(\t\"\'\n\x15\x44\x65leteDocumentRequest\x12\x0e\n\x06\x64oc_id\x18\x01 \x01(\t\"\xc5\x01\n\x0eIngestResponse\x12\x0e\n\x06\x64oc_id\x18\x01 \x01(\t\x12)\n\x02op\x18\x02 \x01(\x0e\x32\x1d.kgstream.v1.DocumentEvent.Op\x12\r\n\x05topic\x18\x03 \x01(\t\x12\x11\n\tpartition\x18\x04 \x01(\x05\x12\x0e\n\x06offset\x18\x05 \x01(\x03\x12\x14\n\x0c\x63ontent_hash\x18\x06 \x01(\t\x12\x15\n\rindex_version\x18\x07 \x01(\x03\x12\x19\n\x11min_index_version\x18\x08 \x01(\x03\x32\xae\x01\n\x06Ingest\x12Q\n\x0eUpsertDocument\x12\".kgstream.v1.UpsertDocumentRequest\x1a\x1b.kgstream.v1.IngestResponse\x12Q\n\x0e\x44\x65leteDocument\x12\".kgstream.v1.DeleteDocumentRequest\x1a\x1b.kgstream.v1.IngestResponseB\x86\x01\n\x0eio.kgstream.v1B\x0bIngestProtoP\x01Z:github.com/kgstream/kgstream/gen/go/kgstream/v1;kgstreamv1\xaa\x02\x0bKgstream.V1\xca\x02\x0bKgstream\\V1\xea\x02\x0cKgstream::V1b\x06proto3')
