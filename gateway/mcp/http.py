@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.http.app import BodyTooLarge
 from gateway.http.auth import MCP_ROOT
 from gateway.http.routes import Door
 
@@ -49,7 +50,10 @@ def mcp_door(
         async with manager.run():
             yield
 
-    app = _OriginCheck(StreamableHTTPASGIApp(manager), frozenset(allowed_origins))
+    app = _OriginCheck(
+        _DeclaredSizeCheck(StreamableHTTPASGIApp(manager), max_body_bytes),
+        frozenset(allowed_origins),
+    )
     return Door(
         routes=(),
         error_shapes={MCP_ROOT: jsonrpc_error},
@@ -82,6 +86,26 @@ class _OriginCheck:
             )
             body = jsonrpc_error(403, grpc.StatusCode.PERMISSION_DENIED, message, "")
             response = JSONResponse(body, status_code=403)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class _DeclaredSizeCheck:
+    """Refuses a request whose Content-Length is over `limit` (413) with a JSON-RPC error
+    that names the limit, before a byte of it is read. A body sent without a length is
+    counted by the SDK as it arrives (`max_request_body_size`), whose 413 says less."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        declared = Headers(scope=scope).get("content-length", "")
+        if scope["type"] == "http" and declared.isdigit() and int(declared) > self.limit:
+            message = str(BodyTooLarge(self.limit))
+            body = jsonrpc_error(413, grpc.StatusCode.RESOURCE_EXHAUSTED, message, "")
+            response = JSONResponse(body, status_code=413, headers={"Connection": "close"})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

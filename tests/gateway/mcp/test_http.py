@@ -349,6 +349,28 @@ def test_a_browser_page_from_another_origin_is_refused(gateway: RunningServer) -
     assert "http_cors_origins" in refused.json()["error"]["message"]  # JSON-RPC's error
 
 
+def test_a_body_over_the_message_limit_is_413_and_the_endpoint_goes_on(corpus: Corpus) -> None:
+    limit = 64 * 1024
+    engine = new_engine(corpus, None)
+    with http_gateway(engine, corpus.stores.graph, max_message_bytes=limit) as server:
+        url = url_of(server)
+        content = "x" * (2 * limit)
+        arguments = {"doc_id": "big.md", "content": content}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "upsert_document", "arguments": arguments},
+        }
+        headers = {"Accept": "application/json, text/event-stream"}
+        refused = httpx.post(url, json=body, headers=headers)
+        assert refused.status_code == 413
+        assert refused.json()["error"]["message"] == (
+            f"the request body is over the server's limit of {limit} bytes"
+        )
+        assert {tool.name for tool in with_client(url, lambda c: c.list_tools()).tools} == TOOLS
+
+
 # -- a client that leaves -------------------------------------------------------------------
 
 
