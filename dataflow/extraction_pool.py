@@ -26,7 +26,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
@@ -174,21 +174,23 @@ class ExtractionPool:
                 future.set_result(Extracted(extraction, vector))
 
 
-_GATE_POLL = timedelta(milliseconds=20)
+GATE_POLL = timedelta(milliseconds=20)  # how often a waiting source looks at the backlog
 
 
 class GatedSource(FixedPartitionedSource[SourceEvent, Any]):
     """`inner`, whose partitions read nothing while `pool`'s backlog is `limit` documents or
-    more, and end (when `inner`'s do) only once the backlog is empty. Snapshots are
+    more, and end (when `inner`'s do) only once the backlog is empty; a waiting partition
+    asks to be woken a poll interval from `now()` (the dataflow's clock). Snapshots are
     `inner`'s, so a gated run resumes where it would have."""
 
     def __init__(
         self,
         inner: FixedPartitionedSource[SourceEvent, Any],
         pool: ExtractionPool,
+        now: Callable[[], datetime],
         limit: int = BACKLOG_DOCUMENTS,
     ) -> None:
-        self._inner, self._pool, self._limit = inner, pool, limit
+        self._inner, self._pool, self._now, self._limit = inner, pool, now, limit
 
     def list_parts(self) -> list[str]:
         return self._inner.list_parts()
@@ -197,14 +199,18 @@ class GatedSource(FixedPartitionedSource[SourceEvent, Any]):
         self, step_id: str, for_part: str, resume_state: Any | None
     ) -> StatefulSourcePartition[SourceEvent, Any]:
         inner = self._inner.build_part(step_id, for_part, resume_state)
-        return _GatedPartition(inner, self._pool, self._limit)
+        return _GatedPartition(inner, self._pool, self._now, self._limit)
 
 
 class _GatedPartition(StatefulSourcePartition[SourceEvent, Any]):
     def __init__(
-        self, inner: StatefulSourcePartition[SourceEvent, Any], pool: ExtractionPool, limit: int
+        self,
+        inner: StatefulSourcePartition[SourceEvent, Any],
+        pool: ExtractionPool,
+        now: Callable[[], datetime],
+        limit: int,
     ) -> None:
-        self._inner, self._pool, self._limit = inner, pool, limit
+        self._inner, self._pool, self._now, self._limit = inner, pool, now, limit
         self._ended = False
         self._waiting = False
 
@@ -230,7 +236,7 @@ class _GatedPartition(StatefulSourcePartition[SourceEvent, Any]):
 
     def next_awake(self) -> datetime | None:
         if self._waiting:
-            return datetime.now(UTC) + _GATE_POLL
+            return self._now() + GATE_POLL
         if self._ended:
             return None
         return self._inner.next_awake()

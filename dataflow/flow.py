@@ -176,7 +176,7 @@ def _holding_bases(
 
 def _gated(source: Source[SourceEvent], components: Components) -> Source[SourceEvent]:
     if isinstance(source, FixedPartitionedSource):
-        return GatedSource(source, components.extraction)
+        return GatedSource(source, components.extraction, components.clock.now)
     return source
 
 
