@@ -8,6 +8,7 @@ snapshot codec are reached through this one object, built from the settings by
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,24 @@ class IndexObserver(Protocol):
     def store_outage(self, reason: str | None) -> None: ...
 
 
+class WorkerThreads:
+    """The Bytewax worker each thread runs, by thread id, for per-worker metrics: Bytewax
+    runs each worker on a thread of its own and builds the stores sink's partition there
+    first, which records it (`enter`). Not a threading.local: Bytewax's Rust threads drop
+    their Python thread state, and with it thread-local data, each time they release the
+    GIL."""
+
+    def __init__(self) -> None:
+        self._by_thread: dict[int, int] = {}
+
+    def enter(self, worker: int) -> None:
+        self._by_thread[threading.get_ident()] = worker
+
+    def current(self) -> int:
+        """The calling thread's worker (0 on a thread no worker entered)."""
+        return self._by_thread.get(threading.get_ident(), 0)
+
+
 @dataclass
 class Components:
     tokenizer: Tokenizer
@@ -84,6 +103,7 @@ class Components:
     on_close: Callable[[], None] | None = None  # e.g. the LLM client's (flushes its cache)
     observer: IndexObserver | None = None
     outages: OutageWait = field(default_factory=OutageWait)  # writes and embeddings wait them out
+    workers: WorkerThreads = field(default_factory=WorkerThreads)
     # Ends the run with one line, for errors that every later document would meet too.
     cannot_go_on: Callable[[str], None] | None = None
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)

@@ -5,7 +5,6 @@ and the stores sink."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from typing import cast
 
@@ -59,18 +58,6 @@ def render_step(
     return step
 
 
-# The Bytewax worker each thread runs, by thread id (set by the sink's build). Not a
-# threading.local: Bytewax's Rust threads drop their Python thread state, and with it
-# thread-local data, each time they release the GIL.
-_WORKERS: dict[int, int] = {}
-
-
-def worker_index() -> int:
-    """The index of the Bytewax worker calling, for per-worker metrics. Bytewax runs each
-    worker on a thread of its own and builds the sink partition there first."""
-    return _WORKERS.get(threading.get_ident(), 0)
-
-
 def write_records_step(components: Components) -> Callable[[list[Rendered]], list[Ack]]:
     """Writes the renders this worker has (the keys it owns), then passes on their
     acknowledgements: a document learns its deltas are applied only once they are stored."""
@@ -79,8 +66,9 @@ def write_records_step(components: Components) -> Callable[[list[Rendered]], lis
     def step(rendered: list[Rendered]) -> list[Ack]:
         began = clock.thread_time()
         batch, acks = records_batch(rendered), written_acks(rendered)
-        components.commit_cpu(worker_index(), clock.thread_time() - began)
-        components.write(batch, worker_index())
+        worker = components.workers.current()
+        components.commit_cpu(worker, clock.thread_time() - began)
+        components.write(batch, worker)
         return acks
 
     return step
@@ -101,7 +89,7 @@ class CommitLogic(StatefulBatchLogic[DocumentCommitInput, CommitBatch, DocumentC
         for value in values:
             self.commit.add(value)
         out = [self.commit.flush()] if self.commit.has_writes() else []
-        self.components.commit_cpu(worker_index(), clock.thread_time() - began)
+        self.components.commit_cpu(self.components.workers.current(), clock.thread_time() - began)
         return out, self.commit.idle()
 
     @override
@@ -117,7 +105,7 @@ class StoreSink(DynamicSink[CommitBatch]):
 
     @override
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _StorePartition:
-        _WORKERS[threading.get_ident()] = worker_index
+        self._components.workers.enter(worker_index)
         return _StorePartition(self._components, worker_index)
 
 
