@@ -377,12 +377,34 @@ def validate(params: QueryParams, limits: RequestLimits = DEFAULT_LIMITS) -> Non
         value = getattr(params, name)
         if value < 1:
             raise InvalidQuery(name, f"must be a token budget >= 1; got {value}")
+    for name in ("user_prompt", "response_type"):
+        value = getattr(params, name)
+        if len(value) > limits.max_user_prompt_chars:
+            raise InvalidQuery(
+                name,
+                f"is {len(value)} characters long; the limit is "
+                f"{limits.max_user_prompt_chars} (max_user_prompt_chars)",
+            )
+    if len(params.history) > limits.max_history_turns:
+        raise InvalidQuery(
+            "history",
+            f"has {len(params.history)} turns; the limit is {limits.max_history_turns} "
+            "(max_history_turns; send the latest turns)",
+        )
+    history_chars = 0
     for index, turn in enumerate(params.history):
         if turn.role not in HISTORY_ROLES:
             raise InvalidQuery(
                 f"history[{index}].role",
                 f"must be one of {', '.join(HISTORY_ROLES)}; got {shown(turn.role)}",
             )
+        history_chars += len(turn.content)
+    if history_chars > limits.max_history_chars:
+        raise InvalidQuery(
+            "history",
+            f"is {history_chars} characters long, every turn together; the limit is "
+            f"{limits.max_history_chars} (max_history_chars; send the latest turns)",
+        )
     if params.min_index_version < 0:
         raise InvalidQuery(
             "min_index_version", f"must be >= 0 (0: do not wait); got {params.min_index_version}"

@@ -6,6 +6,7 @@ Defaults are LightRAG's (QueryParam): top_k 40, chunk_top_k 20, entity tokens
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -238,6 +239,22 @@ MAX_KEYWORD_CHARS = 200
 """The longest keyword accepted by default (setting `max_keyword_chars`): a keyword is a
 name or a theme of a few words."""
 
+MAX_USER_PROMPT_CHARS = 4000
+"""The longest `user_prompt` (and `response_type`) accepted by default, in characters
+(setting `max_user_prompt_chars`). Both are instructions added to the answer prompt on
+every call ("answer in a table"); like the question, an unbounded one costs tokens and CPU
+on every call, and long text belongs in a document."""
+
+MAX_HISTORY_TURNS = 100
+"""Conversation turns a request may carry by default (setting `max_history_turns`). Chat
+front ends send the whole conversation with each message; every turn goes to the LLM with
+the answer prompt, so a request of 10,000 messages would cost a long call for nothing."""
+
+MAX_HISTORY_CHARS = 100_000
+"""The history's characters, every turn together, accepted by default (setting
+`max_history_chars`): about 25,000 tokens, as much again as the default context budget
+(`max_total_tokens`), so a long conversation fits while a 10 MB one is refused."""
+
 
 @dataclass(frozen=True)
 class RequestLimits:
@@ -247,11 +264,14 @@ class RequestLimits:
     max_question_chars: int = MAX_QUESTION_CHARS
     max_keywords: int = MAX_KEYWORDS
     max_keyword_chars: int = MAX_KEYWORD_CHARS
+    max_user_prompt_chars: int = MAX_USER_PROMPT_CHARS
+    max_history_turns: int = MAX_HISTORY_TURNS
+    max_history_chars: int = MAX_HISTORY_CHARS
 
     def __post_init__(self) -> None:
-        for name in ("max_question_chars", "max_keywords", "max_keyword_chars"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
+        for field_ in dataclasses.fields(self):
+            if getattr(self, field_.name) < 1:
+                raise ValueError(f"{field_.name} must be >= 1; got {getattr(self, field_.name)}")
 
 
 NO_LLM_ANSWER = (

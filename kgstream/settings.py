@@ -208,6 +208,15 @@ class Settings:
     max_keywords: int = 100
     # the longest keyword a request may pass, in characters; over it: INVALID_ARGUMENT; >= 1
     max_keyword_chars: int = 200
+    # the longest user_prompt (and response_type) a request may pass, in characters; over
+    # it: INVALID_ARGUMENT; >= 1
+    max_user_prompt_chars: int = 4000
+    # conversation turns a request may carry (chat front ends send the whole conversation);
+    # more: INVALID_ARGUMENT; >= 1
+    max_history_turns: int = 100
+    # the conversation history's characters, every turn together; over it: INVALID_ARGUMENT;
+    # >= 1
+    max_history_chars: int = 100_000
     # min_index_version: the longest wait in seconds, whatever the call's deadline; >= 0
     version_wait_seconds: float = 30.0
     # min_index_version: how many calls may wait at once (each holds one of the gateway's 16
@@ -324,6 +333,9 @@ class Settings:
             max_question_chars=self.max_question_chars,
             max_keywords=self.max_keywords,
             max_keyword_chars=self.max_keyword_chars,
+            max_user_prompt_chars=self.max_user_prompt_chars,
+            max_history_turns=self.max_history_turns,
+            max_history_chars=self.max_history_chars,
         )
 
     def prompt_options(self) -> ExtractionPromptOptions:

@@ -142,7 +142,12 @@ def field_constraints(limits: RequestLimits) -> dict[str, dict[str, Any]]:
     constraints: dict[str, dict[str, Any]] = {
         f"{query}.question": {"maxLength": limits.max_question_chars},
         f"{query}.mode": {"default": DEFAULT_MODE.value},
-        f"{query}.response_type": {"default": defaults["response_type"]},
+        f"{query}.response_type": {
+            "default": defaults["response_type"],
+            "maxLength": limits.max_user_prompt_chars,
+        },
+        f"{query}.user_prompt": {"maxLength": limits.max_user_prompt_chars},
+        f"{query}.history": {"maxItems": limits.max_history_turns},
         f"{query}.high_level_keywords": keywords,
         f"{query}.low_level_keywords": keywords,
         f"{query}.include_references": {"default": defaults["include_references"]},

@@ -15,12 +15,21 @@ import pytest
 from gateway import convert
 from gateway.engine import EngineOptions, QueryEngine
 from gateway.keywords import OfflineKeywordExtractor
-from gateway.types import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUESTION_CHARS, Mode, RequestLimits
+from gateway.types import (
+    MAX_HISTORY_CHARS,
+    MAX_HISTORY_TURNS,
+    MAX_KEYWORD_CHARS,
+    MAX_KEYWORDS,
+    MAX_QUESTION_CHARS,
+    MAX_USER_PROMPT_CHARS,
+    Mode,
+    RequestLimits,
+)
 from kgstream_protos.v1 import query_pb2 as pb
 from kgstream_protos.v1 import query_pb2_grpc
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import Corpus
-from tests.gateway.test_server import new_engine, running_gateway, status_of
+from tests.gateway.test_server import QUESTION, new_engine, running_gateway, status_of
 from tests.support.llm_server import OpenAICompatibleServer
 
 UNUSUAL_QUESTIONS = {
@@ -170,6 +179,50 @@ def test_keywords_over_the_count_or_length_limit_are_invalid_argument_naming_lim
             assert details.startswith(expected), details
             limit = MAX_KEYWORD_CHARS if "characters" in expected else MAX_KEYWORDS
             assert f"the limit is {limit}" in details, details
+
+
+def test_prompts_and_history_over_their_limits_never_reach_the_llm(
+    corpus: Corpus, llm_server: OpenAICompatibleServer
+) -> None:
+    def turn(content: str, role: str = "user") -> pb.ConversationTurn:
+        return pb.ConversationTurn(role=role, content=content)
+
+    huge = "Tell me everything. " * 500_000  # 10 MB
+    many = [turn(f"message {i}", "user" if i % 2 else "assistant") for i in range(10_002)]
+    long_turns = [turn("x" * (MAX_HISTORY_CHARS // 2)), turn("y" * (MAX_HISTORY_CHARS // 2 + 1))]
+    cases = {
+        f"user_prompt: is {len(huge)} characters long; the limit is {MAX_USER_PROMPT_CHARS}": (
+            pb.QueryRequest(question=QUESTION, user_prompt=huge)
+        ),
+        f"response_type: is {MAX_USER_PROMPT_CHARS + 1} characters long": pb.QueryRequest(
+            question=QUESTION, response_type="x" * (MAX_USER_PROMPT_CHARS + 1)
+        ),
+        f"history: has 10002 turns; the limit is {MAX_HISTORY_TURNS}": pb.QueryRequest(
+            question=QUESTION, history=many
+        ),
+        f"history: is {MAX_HISTORY_CHARS + 1} characters long, every turn together": (
+            pb.QueryRequest(question=QUESTION, history=long_turns)
+        ),
+    }
+    calls_before = llm_server.count()
+    with running_gateway(new_engine(corpus, llm_server), corpus.stores.graph) as (_, channel):
+        stub = query_pb2_grpc.KnowledgeGraphStub(channel)
+        for expected, request in cases.items():
+            for call in (
+                lambda r=request: stub.Query(r, timeout=30),
+                lambda r=request: list(stub.QueryStream(r, timeout=30)),
+            ):
+                code, details = status_of(call)
+                assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+                assert details.startswith(expected), details
+        assert llm_server.count() == calls_before
+        at_limits = pb.QueryRequest(
+            question=QUESTION,
+            user_prompt="Answer briefly. " * (MAX_USER_PROMPT_CHARS // 16),
+            history=many[-MAX_HISTORY_TURNS:],
+        )
+        assert stub.Query(at_limits, timeout=60).answer
+    assert llm_server.count() > calls_before
 
 
 def test_keywords_at_the_limits_are_answered(no_llm: query_pb2_grpc.KnowledgeGraphStub) -> None:
