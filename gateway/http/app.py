@@ -42,7 +42,7 @@ from gateway.convert import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, entity_searc
 from gateway.http.auth import BearerTokenMiddleware
 from gateway.http.calls import HTTP_STATUS, MAX_TIMEOUT_MS, CallFailed, HttpCall, error_body
 from gateway.http.errors import ErrorShapes
-from gateway.http.messages import BadJson, from_json, to_json
+from gateway.http.messages import BadJson, from_json, parse_json, to_json
 from gateway.http.openapi import openapi_document
 from gateway.http.routes import ApiRoute, Door, Param
 from gateway.ingest import IngestService
@@ -698,7 +698,7 @@ async def json_object(request: Request) -> dict[str, Any]:
     """The body as a JSON object (empty: {}); `Refused` naming `body` otherwise."""
     raw = await read_body(request)
     try:
-        body = json.loads(raw or b"{}")
+        body = parse_json(raw or b"{}")
     except ValueError as error:
         raise Refused.bad("body", f"is not JSON: {error}") from None
     if not isinstance(body, dict):

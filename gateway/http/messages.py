@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import difflib
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -52,6 +53,16 @@ class BadJson(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.detail = message  # what is wrong, without the field's name
+
+
+def parse_json(raw: bytes) -> Any:
+    """A request body's JSON value; `ValueError` saying why when it is not JSON, or is
+    nested deeper than the parser's recursion allows (`[[[...]]]` would otherwise escape as
+    a RecursionError, a 500)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to parse") from None
 
 
 def to_json(message: Message) -> dict[str, Any]:

@@ -14,7 +14,6 @@ string, unlike pydantic's lax mode).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.http.app import BodyTooLarge, read_body_within_limit
 from gateway.http.calls import HTTP_STATUS, CallFailed, field_of
+from gateway.http.messages import parse_json
 from gateway.types import shown
 
 T = TypeVar("T")
@@ -127,7 +127,7 @@ async def json_body(request: Request) -> dict[str, Any]:
     """The request's JSON object (422 when it is not one; 413 over the size limit)."""
     raw = await read_body_within_limit(request)
     try:
-        body = json.loads(raw or b"null")
+        body = parse_json(raw or b"null")
     except ValueError as error:
         raise Invalid([field_error("body", [], f"JSON decode error: {error}")]) from None
     if not isinstance(body, dict):

@@ -207,6 +207,35 @@ def test_bad_requests_are_400_naming_the_field(http: httpx.Client, body: bytes, 
     assert error["field"] == field, error
 
 
+NESTED = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/api/v1/retrieve"),
+        ("PUT", "/api/v1/documents/a.md"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/embeddings"),
+        ("POST", "/api/chat"),
+        ("POST", "/api/generate"),
+        ("POST", "/query"),
+        ("POST", "/documents/text"),
+        ("POST", "/mcp"),
+    ],
+)
+@pytest.mark.parametrize("body", [NESTED, b'{"question": ' + NESTED + b"}"], ids=["bare", "field"])
+def test_a_body_nested_too_deeply_is_refused_on_every_door_never_a_500(
+    http: httpx.Client, method: str, path: str, body: bytes
+) -> None:
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    reply = http.request(method, path, content=body, headers=headers)
+    assert 400 <= reply.status_code < 500, (reply.status_code, reply.text[:300])
+    reply.json()  # in the door's error shape, not a plain-text traceback
+    if path != "/mcp":  # the MCP SDK says a parse error in its own words
+        assert "nested too deeply" in reply.text, reply.text[:300]
+
+
 def test_bad_query_parameters_are_400(http: httpx.Client) -> None:
     reply = http.get("/api/v1/subgraph", params={"seed": "Carla Diaz", "depth": 99})
     assert reply.status_code == 400 and reply.json()["error"]["field"] == "depth"
