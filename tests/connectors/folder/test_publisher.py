@@ -1,6 +1,7 @@
 """Ingest into a watched folder: the file a doc id names, written whole, removed on delete;
 ids the folder cannot hold as documents refused before anything is written."""
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,23 @@ def test_ids_the_folder_cannot_hold_are_refused(tmp_path: Path, doc_id: str) -> 
         FolderPublisher(root).send(DocumentUpsert(doc_id, b"x"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["root"]
     assert [p.name for p in root.iterdir()] == ["link"]
+
+
+def test_a_directory_or_an_overlong_name_is_refused_as_a_bad_doc_id(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    publisher = FolderPublisher(tmp_path)
+    with pytest.raises(ValueError, match="names a directory"):
+        publisher.send(DocumentUpsert("notes", b"x"))
+    with pytest.raises(ValueError, match="has a name of 300 bytes; the file system takes at most"):
+        publisher.send(DocumentUpsert("a/" + "n" * 297 + ".md", b"x"))
+    publisher.send(DocumentUpsert("a/" + "n" * 252 + ".md", b"at the limit"))
+    assert (tmp_path / "a" / ("n" * 252 + ".md")).read_bytes() == b"at the limit"
+
+
+def test_concurrent_writes_of_one_doc_id_each_land_whole(tmp_path: Path) -> None:
+    publisher = FolderPublisher(tmp_path)
+    contents = [f"version {n} ".encode() * 1000 for n in range(50)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda content: publisher.send(DocumentUpsert("a.md", content)), contents))
+    assert (tmp_path / "a.md").read_bytes() in contents
+    assert [p.name for p in tmp_path.iterdir()] == ["a.md"]  # no temporary left behind
