@@ -87,7 +87,6 @@ def test_health_is_not_serving_while_redis_is_down_and_serving_once_it_is_back(
         redis_server.stop()
 
 
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
 def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
     engine: QueryEngine, corpus: Corpus
 ) -> None:
@@ -106,9 +105,6 @@ def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
         served.stop()
 
 
-@pytest.mark.filterwarnings(
-    "ignore:Failed to obtain server version:UserWarning"
-)  # the test above's
 @pytest.mark.services
 def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all_return_with_it(
     tmp_path: Path,
@@ -178,7 +174,6 @@ def listed(address: str) -> dict[str, int]:
         return {service: reply.status for service, reply in response.statuses.items()}
 
 
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
 def test_health_list_gives_every_service_and_its_status_without_logging_an_error(
     engine: QueryEngine, corpus: Corpus, caplog: pytest.LogCaptureFixture
 ) -> None:
