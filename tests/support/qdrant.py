@@ -242,6 +242,21 @@ def drop_workspace(url: str, workspace: str) -> None:
         client.close()
 
 
+def chunk_points(url: str, workspace: str) -> int:
+    """How many chunk points `workspace` holds on the server at `url`, in all its
+    collections of chunks."""
+    client = QdrantClient(url=url, check_compatibility=False)
+    try:
+        prefix = f"{workspace_collection_prefix(workspace)}chunks_"
+        return sum(
+            client.count(description.name, exact=True).count
+            for description in client.get_collections().collections
+            if description.name.startswith(prefix)
+        )
+    finally:
+        client.close()
+
+
 @pytest.fixture(scope="session")
 def qdrant_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QdrantTestServer]:
     """A Qdrant server for the whole session (tests isolate by workspace)."""
