@@ -13,7 +13,7 @@ What it does, through the user's own commands:
    vectors, answered at once: the figure is kgstream's own cost, not a model's).
 2. Writes the seeded corpus of bench/corpus.py to a topic with `--partitions` partitions.
 3. Starts `--processes` `kgstream run --kafka ... -i I -a ADDRESSES -w WORKERS --no-serve`,
-   each with its own `--data` (its recovery partitions and, with no Qdrant server here, its
+   each with its own `--data` (its recovery partitions and, given no Qdrant server, its
    own embedded vector store for the points its workers write) and its own metrics address,
    and times them from start to every document PROCESSED in the shared Redis.
 4. Scrapes each process's Prometheus metrics: per Bytewax worker the documents it completed,

@@ -12,6 +12,7 @@ os.environ.setdefault("KGSTREAM_HTTP_ADDRESS", "127.0.0.1:0")
 pytest_plugins = [
     "tests.support.llm_server",
     "tests.support.kafka",
+    "tests.support.qdrant",
     "tests.support.redis",
     "tests.support.services",
 ]

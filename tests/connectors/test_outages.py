@@ -1,5 +1,6 @@
 """`OutageWait` and `store_outages` against real stores: a real redis-server stopped and
-started again, the embedded one killed, qdrant-client against a closed port."""
+started again, the embedded one killed, a real Qdrant server killed and restarted on its
+storage, qdrant-client against a closed port."""
 
 import os
 import signal
@@ -14,10 +15,12 @@ from connectors.errors import OutageWait, StoppedDuringOutage, StoreUnavailable,
 from connectors.redis.graph_store import GraphStore
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, open_stores
+from connectors.vectors.port import VectorKind, VectorPoint
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from dataflow.core.commit import GraphBatch
 from tests.connectors.redis.test_graph_store import entity
 from tests.support.ports import free_port
+from tests.support.qdrant import QdrantTestServer
 from tests.support.redis import RedisTestCluster, RedisTestServer
 from tests.support.wait import wait_until
 
@@ -99,7 +102,47 @@ def test_errors_that_waiting_cannot_fix_pass_through_at_once(redis_server):
     client.close()
 
 
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
+def chunk_point(key: str) -> VectorPoint:
+    return VectorPoint(VectorKind.CHUNK, key, [1.0, float(len(key)), 0.0, 0.0], {"doc_id": "d"})
+
+
+@pytest.mark.services
+def test_a_write_waits_while_the_qdrant_server_is_killed_and_lands_once_it_restarts(tmp_path):
+    """SIGKILL, as a crash: the server's write-ahead log brings back what it had confirmed,
+    and the write that waited meanwhile is applied once."""
+    server = QdrantTestServer(tmp_path / "qdrant").start()
+    vectors = QdrantClientVectorStore.from_url(server.url, "outage", timeout=5)
+    try:
+        vectors.ensure_collections("space", 4)
+        vectors.upsert([chunk_point("before-1"), chunk_point("before-22")])
+        server.stop(kill=True)
+        with pytest.raises(StoreUnavailable, match=r"vector store \(Qdrant\)"), store_outages():
+            vectors.count(VectorKind.CHUNK)
+
+        reports: list[str | None] = []
+        wait = OutageWait(FAST, on_outage=reports.append)
+        counted: list[int] = []
+
+        def write_then_count() -> int:
+            vectors.upsert([chunk_point("during-333")])
+            return vectors.count(VectorKind.CHUNK)
+
+        caller = threading.Thread(target=lambda: counted.append(wait.call(write_then_count)))
+        caller.start()
+        wait_until(lambda: wait.outage is not None, 10, "the outage to be seen")
+        assert "Qdrant" in wait.outage and caller.is_alive()
+        server.start()
+        caller.join(timeout=60)
+        assert counted == [3]
+        assert wait.outage is None
+        assert len(reports) == 2 and "Qdrant" in str(reports[0]) and reports[1] is None
+        found = vectors.get(VectorKind.CHUNK, ["before-1", "before-22", "during-333"])
+        assert sorted(found) == ["before-1", "before-22", "during-333"]
+    finally:
+        vectors.close()
+        server.stop()
+
+
 def test_qdrant_without_an_answer_or_with_5xx_is_an_outage_and_4xx_is_not():
     closed = free_port()
     vectors = QdrantClientVectorStore.from_url(f"http://127.0.0.1:{closed}", "ws", timeout=2)

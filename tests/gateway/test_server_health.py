@@ -1,6 +1,7 @@
 """The health service follows the stores: NOT_SERVING while Redis or the vector store cannot
-be reached, SERVING again once it is back, each change logged once (real redis-server,
-real qdrant-client against a closed port, the real gRPC wire)."""
+be reached, SERVING again once it is back, each change logged once (real redis-server, a
+real Qdrant server killed and restarted, qdrant-client against a closed port, the real gRPC
+wire)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.gateway.test_server import QUESTION, new_engine, status_of
 from tests.gateway.test_server_safety import listed_services
 from tests.support.llm_server import OpenAICompatibleServer
 from tests.support.ports import free_port
+from tests.support.qdrant import QdrantTestServer
 from tests.support.redis import RedisTestServer
 from tests.support.wait import wait_until
 
@@ -87,7 +89,29 @@ def test_health_is_not_serving_while_redis_is_down_and_serving_once_it_is_back(
         redis_server.stop()
 
 
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
+def test_health_is_not_serving_while_the_qdrant_server_is_killed_and_serving_once_it_restarts(
+    engine: QueryEngine, corpus: Corpus, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = QdrantTestServer(tmp_path / "qdrant").start()
+    vectors = QdrantClientVectorStore.from_url(server.url, "health", timeout=2)
+    running = gateway(engine, corpus, {"vectors": vectors.ping})
+    try:
+        assert statuses(running.address) == {SERVING}
+        with caplog.at_level(logging.WARNING, logger="gateway.health"):
+            server.stop(kill=True)
+            wait_for(running.address, NOT_SERVING)
+            server.start()
+            wait_for(running.address, SERVING)
+        messages = [r.getMessage() for r in caplog.records if r.name == "gateway.health"]
+        assert len(messages) == 2, messages
+        assert messages[0].startswith("health NOT_SERVING: cannot reach vectors: ")
+        assert messages[1] == "health SERVING again: vectors reachable"
+    finally:
+        running.stop()
+        vectors.close()
+        server.stop()
+
+
 def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
     engine: QueryEngine, corpus: Corpus
 ) -> None:
@@ -106,9 +130,6 @@ def test_health_is_not_serving_while_the_vector_store_cannot_be_reached(
         served.stop()
 
 
-@pytest.mark.filterwarnings(
-    "ignore:Failed to obtain server version:UserWarning"
-)  # the test above's
 @pytest.mark.services
 def test_while_redis_is_stopped_its_rpcs_are_unavailable_the_rest_answer_and_all_return_with_it(
     tmp_path: Path,
@@ -178,7 +199,6 @@ def listed(address: str) -> dict[str, int]:
         return {service: reply.status for service, reply in response.statuses.items()}
 
 
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
 def test_health_list_gives_every_service_and_its_status_without_logging_an_error(
     engine: QueryEngine, corpus: Corpus, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -45,8 +45,8 @@ def resume_offsets(output: str) -> dict[int, int]:
 
 def cluster_vectors(datas: list[Path], llm_server, workspace: str) -> dict:
     """Every vector point of the cluster, by kind and key: each process keeps the points
-    its workers wrote in its own data directory (no Qdrant server runs here), and no point
-    may be in two of them."""
+    its workers wrote in its own data directory (the cluster is given no Qdrant server, so
+    each uses the embedded store), and no point may be in two of them."""
     embedder = OpenAIEmbedder(OpenAIEmbeddingOptions(llm_server.base_url, "test-embedding-model"))
     space = embedding_space_name(embedder)
     union: dict = {kind: {} for kind in VectorKind}

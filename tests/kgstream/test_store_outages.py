@@ -1,6 +1,7 @@
 """A store going away while `kgstream run` indexes: the indexer waits (one log line, the
 `store_waiting` gauge), loses nothing, and resumes when the store is back; a stop asked
-for meanwhile is one line and exit 0."""
+for meanwhile is one line and exit 0. The stores: a real redis-server stopped, a real Qdrant
+server killed (tests/support/qdrant.py), and the embedding endpoint."""
 
 import re
 import signal
@@ -19,6 +20,7 @@ from tests.kgstream.test_cli_kafka import export
 from tests.kgstream.test_cli_watch import fresh_build
 from tests.support.llm_server import EMBEDDINGS
 from tests.support.ports import free_port
+from tests.support.qdrant import QdrantTestServer, chunk_points
 from tests.support.redis import RedisTestServer
 from tests.support.wait import wait_until
 
@@ -145,6 +147,37 @@ def test_a_stop_while_redis_is_away_is_one_line_and_exit_zero_and_the_next_run_r
     wait_until(lambda: stored(outage.server) == fresh_build(outage.folder), 60, "the resumed index")
     outage.run.stop()
     assert outage.run.process.returncode == 0, "\n".join(outage.run.lines)
+
+
+def test_a_killed_qdrant_server_is_waited_out_and_the_index_resumes_once_it_restarts(
+    llm_server, tmp_path
+):
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "alice.md").write_text("Alice Moreau founded Northwind Labs in Lisbon.")
+    with RedisTestServer() as server, QdrantTestServer(tmp_path / "qdrant") as qdrant:
+        env = {**clean_environment(llm_server.base_url), "KGSTREAM_QDRANT_URL": qdrant.url}
+        run = Run(env, folder, data, server)
+        try:
+            wait_until(lambda: stored(server) == fresh_build(folder), 60, "the first index")
+            qdrant.stop(kill=True)  # a crash: only its write-ahead log survives
+            (folder / "bob.md").write_text("Bob Tanaka joined Helios Corp in Geneva.")
+            wait_until(lambda: run.said(WAITING), 60, "the outage to be noticed")
+            assert "vector store (Qdrant)" in run.said(WAITING)[0], run.lines
+            wait_until(lambda: metric(run.metrics_port, "store_waiting") == 1.0, 30, "the gauge")
+            assert run.process.poll() is None, run.lines
+
+            qdrant.start()  # the same ports and storage
+            expected = fresh_build(folder)
+            wait_until(lambda: stored(server) == expected, 60, "bob.md indexed")
+            assert chunk_points(qdrant.url, "default") == len(expected.chunks)
+            wait_until(lambda: metric(run.metrics_port, "store_waiting") == 0.0, 30, "the gauge")
+        finally:
+            output = run.stop()
+    assert run.process.returncode == 0, output
+    assert len(run.said(WAITING)) == 1, output
+    assert len(run.said("the stores are reachable again")) == 1, output
+    assert "Traceback" not in output and "panicked" not in output, output
 
 
 def test_an_embedding_endpoint_away_is_waited_out_like_a_store_and_nothing_is_lost(

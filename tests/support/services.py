@@ -16,7 +16,16 @@ import pytest
 # `redis_url` (tests/connectors/redis/conftest.py) asks for a Redis backend by name, which
 # pytest cannot see in the fixture closure.
 SERVICE_FIXTURES = frozenset(
-    {"kafka_broker", "redis_server", "redis_cluster", "embedded_redis", "llm_server", "redis_url"}
+    {
+        "kafka_broker",
+        "redis_server",
+        "redis_cluster",
+        "embedded_redis",
+        "llm_server",
+        "redis_url",
+        "qdrant_server",
+        "qdrant_cluster",
+    }
 )
 
 # The audit events of starting a program (https://docs.python.org/3/library/audit_events.html).

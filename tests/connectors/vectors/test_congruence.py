@@ -1,18 +1,21 @@
-"""Congruence: Qdrant Edge and qdrant-client's local mode answer every call alike.
+"""Congruence: Qdrant Edge, qdrant-client's local mode and a real Qdrant server answer
+every call alike.
 
 In the style of qdrant-client's own congruence tests: one seeded sequence of a few
 hundred random calls (upserts of every kind with doc/path payloads, overwrites, deletes,
-searches with and without filters, get, iter_points, count) runs against both backends,
-and every answer is compared. The contract suite (test_vector_store.py) pins what the
-answers must be on hand-made data; this test looks for any place where the two engines
-drift apart on data nobody thought of.
+searches with and without filters, get, iter_points, count) runs against Edge and one
+qdrant-client backend (local mode, or the session's Qdrant server from
+tests/support/qdrant.py), and every answer is compared. The contract suite
+(test_vector_store.py) pins what the answers must be on hand-made data; this test looks
+for any place where the engines drift apart on data nobody thought of.
 
-Edge searches exactly here: it only builds an HNSW index when `optimize` is called, and
-this test never calls it, so no approximation can make it flaky. Scores still differ in
-the last bits: Edge returns float32 scores, local mode float64 ones, so two points whose
-scores round to the same float32 tie in Edge (ordered by key) but not in local mode
-(ordered by score), ~1e-8 apart. Near-equal scores are therefore compared within a
-tolerance, and the keys of such a group as a set.
+Every engine searches exactly here: Edge only builds an HNSW index when `optimize` is
+called, which this test never calls, and the server only past its indexing threshold,
+far above these few hundred points; so no approximation can make it flaky. Scores still
+differ in the last bits: Edge and the server return float32 scores, local mode float64
+ones, so two points whose scores round to the same float32 tie in Edge (ordered by key)
+but not in local mode (ordered by score), ~1e-8 apart. Near-equal scores are therefore
+compared within a tolerance, and the keys of such a group as a set.
 
 To reproduce a failure, rerun with its seed; each message names the step.
 """
@@ -20,6 +23,7 @@ To reproduce a failure, rerun with its seed; each message names the step.
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +37,7 @@ from connectors.vectors.qdrant import QdrantClientVectorStore
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.naming import relation_id, relation_pair
 from tests.connectors.vectors.test_vector_store import DIM, SPACE, WORKSPACE
+from tests.support.qdrant import QdrantTestServer, drop_workspace
 
 SCORE_TOLERANCE = 1e-5
 VECTOR_TOLERANCE = 1e-6
@@ -160,13 +165,11 @@ class Generator:
         return VectorFilter(doc_ids=doc_ids, file_path_prefix=prefix)
 
 
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[BaseVectorStore, BaseVectorStore]]:
-    """Edge, and local mode on the server adapter's code path: payload indexes created
-    and a cluster layout given at collection creation, as against a Qdrant cluster (local
-    mode ignores both, and warns about the indexes)."""
-    edge = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
-    local = QdrantClientVectorStore(
+def _local_mode() -> QdrantClientVectorStore:
+    """Local mode on the server adapter's code path: payload indexes created and a cluster
+    layout given at collection creation, as against a Qdrant cluster (local mode ignores
+    both, and warns about the indexes)."""
+    return QdrantClientVectorStore(
         QdrantClient(":memory:"),
         WORKSPACE,
         OPTIONS,
@@ -175,14 +178,35 @@ def stores(tmp_path: Path) -> Iterator[tuple[BaseVectorStore, BaseVectorStore]]:
             shard_number=3, replication_factor=2, write_consistency_factor=2
         ),
     )
-    yield edge, local
+
+
+def _server(request: pytest.FixtureRequest) -> QdrantClientVectorStore:
+    """The session's Qdrant server, in a workspace of this test's own (dropped after it),
+    its collections in three shards."""
+    server: QdrantTestServer = request.getfixturevalue("qdrant_server")
+    workspace = f"congruence-{uuid.uuid4().hex[:12]}"
+    store = QdrantClientVectorStore.from_url(
+        server.url, workspace, OPTIONS, cluster=QdrantClusterOptions(shard_number=3)
+    )
+    request.addfinalizer(lambda: drop_workspace(server.url, workspace))
+    return store
+
+
+@pytest.fixture(params=["local", pytest.param("server", marks=pytest.mark.services)])
+def stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[BaseVectorStore, BaseVectorStore]]:
+    """Edge, and a qdrant-client backend: local mode or the Qdrant server."""
+    edge = EdgeVectorStore(tmp_path / "edge", WORKSPACE, OPTIONS)
+    other = _local_mode() if request.param == "local" else _server(request)
+    yield edge, other
     edge.close()
-    local.close()
+    other.close()
 
 
 @pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_edge_and_local_mode_agree_on_a_random_sequence_of_calls(
+def test_edge_and_qdrant_client_agree_on_a_random_sequence_of_calls(
     seed: int, stores: tuple[BaseVectorStore, BaseVectorStore]
 ) -> None:
     edge, local = stores

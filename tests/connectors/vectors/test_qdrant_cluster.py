@@ -1,66 +1,96 @@
 """A Qdrant cluster's collection layout (shard number, replication factor, write
-consistency) from the settings to qdrant-client's create_collection.
-
-No Qdrant server can run here (none is installable from any registry), so the calls are
-made on qdrant-client's local mode, which takes the server's parameters and ignores them;
-a recording subclass of the real client shows what a server would receive. The
-congruence test (test_congruence.py) runs its local store with the same layout."""
+consistency) from the settings to the collections on a real three-peer Qdrant cluster
+(tests/support/qdrant.py), read back from the cluster's own collection info."""
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from collections.abc import Iterator
 
+import httpx
 import pytest
-from qdrant_client import QdrantClient
 
 from connectors.stores import open_vector_store
-from connectors.vectors.port import VectorKind, VectorPoint
+from connectors.vectors.port import VectorFilter, VectorKind, VectorPoint
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from kgstream.assembly import store_locations
 from kgstream.settings import SettingsError, load_settings
-from tests.connectors.vectors.test_vector_store import DIM, OPTIONS, SPACE, WORKSPACE
-
-LAYOUT = ("shard_number", "replication_factor", "write_consistency_factor")
-
-
-class RecordingClient(QdrantClient):
-    """qdrant-client in local mode, remembering what each create_collection was given."""
-
-    def __init__(self) -> None:
-        super().__init__(":memory:")
-        self.created: dict[str, dict[str, Any]] = {}
-
-    def create_collection(self, collection_name: str, **kwargs: Any) -> bool:
-        self.created[collection_name] = {name: kwargs.get(name) for name in LAYOUT}
-        return super().create_collection(collection_name, **kwargs)
+from tests.connectors.vectors.test_vector_store import DIM, OPTIONS, SPACE
+from tests.support.qdrant import QdrantTestCluster, drop_workspace
 
 
-@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
-def test_the_cluster_layout_reaches_every_collection_creation() -> None:
-    client = RecordingClient()
+@pytest.fixture
+def workspace(qdrant_cluster: QdrantTestCluster) -> Iterator[str]:
+    name = f"layout-{uuid.uuid4().hex[:12]}"
+    yield name
+    drop_workspace(qdrant_cluster.url, name)
+
+
+def layouts(store: QdrantClientVectorStore) -> dict[str, tuple[int | None, ...]]:
+    """Each collection's (shard_number, replication_factor, write_consistency_factor), as
+    the cluster reports it."""
+    found = {}
+    for record in store.collections():
+        params = store.client.get_collection(record.name).config.params
+        found[record.name] = (
+            params.shard_number,
+            params.replication_factor,
+            params.write_consistency_factor,
+        )
+    return found
+
+
+def replicas_by_peer(cluster: QdrantTestCluster, name: str) -> list[int]:
+    """How many shard replicas of collection `name` each peer holds."""
+    counts = []
+    for peer in cluster.peers:
+        answer = httpx.get(f"{peer.url}/collections/{name}/cluster", timeout=10)
+        counts.append(len(answer.raise_for_status().json()["result"]["local_shards"]))
+    return counts
+
+
+def test_the_cluster_layout_reaches_every_collection_and_the_collections_work(
+    qdrant_cluster: QdrantTestCluster, workspace: str
+) -> None:
     cluster = QdrantClusterOptions(shard_number=6, replication_factor=3, write_consistency_factor=2)
-    store = QdrantClientVectorStore(client, WORKSPACE, OPTIONS, cluster=cluster)
+    store = QdrantClientVectorStore.from_url(
+        qdrant_cluster.url, workspace, OPTIONS, cluster=cluster
+    )
     try:
         store.ensure_collections(SPACE, DIM)
 
-        assert len(client.created) == len(VectorKind)
-        expected = {"shard_number": 6, "replication_factor": 3, "write_consistency_factor": 2}
-        assert all(layout == expected for layout in client.created.values()), client.created
-        point = VectorPoint(VectorKind.CHUNK, "c1", [1.0] + [0.0] * (DIM - 1), {"doc_id": "d"})
-        store.upsert([point])  # local mode took the parameters: the collection works
-        assert [hit.key for hit in store.search(VectorKind.CHUNK, point.vector, 5)] == ["c1"]
+        found = layouts(store)
+        assert len(found) == len(VectorKind)
+        assert set(found.values()) == {(6, 3, 2)}, found
+        for name in found:  # six shards, three replicas each: every peer holds all six
+            assert replicas_by_peer(qdrant_cluster, name) == [6, 6, 6], name
+        points = [
+            VectorPoint(
+                VectorKind.CHUNK,
+                f"c{i}",
+                [1.0, i / 10] + [0.0] * (DIM - 2),
+                {"doc_id": f"d{i % 2}", "file_path": "a.md"},
+            )
+            for i in range(10)
+        ]
+        store.upsert(points)
+        assert store.count(VectorKind.CHUNK) == 10
+        hits = store.search(VectorKind.CHUNK, points[0].vector, 3, VectorFilter(doc_ids=("d1",)))
+        assert [hit.key for hit in hits] == ["c1", "c3", "c5"]
+        assert store.get(VectorKind.CHUNK, ["c7"])["c7"].payload == points[7].payload
     finally:
         store.close()
 
 
-@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
-def test_without_settings_qdrant_chooses_the_layout() -> None:
-    client = RecordingClient()
-    store = QdrantClientVectorStore(client, WORKSPACE, OPTIONS)
+def test_without_settings_qdrant_chooses_the_layout(
+    qdrant_cluster: QdrantTestCluster, workspace: str
+) -> None:
+    store = QdrantClientVectorStore.from_url(qdrant_cluster.url, workspace, OPTIONS)
     try:
         store.ensure_collections(SPACE, DIM)
-        assert all(layout == dict.fromkeys(LAYOUT) for layout in client.created.values())
+        # Qdrant's defaults: one shard per peer at creation, one replica, one confirmation.
+        assert set(layouts(store).values()) == {(3, 1, 1)}
     finally:
         store.close()
 

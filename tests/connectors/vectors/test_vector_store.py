@@ -1,7 +1,8 @@
 """One contract for every vector-store backend we ship.
 
-Each test runs against qdrant-client's local mode in memory, local mode on disk, and
-Qdrant Edge on disk. (No Qdrant server runs here; local mode shares the server's API.)
+Each test runs against qdrant-client's local mode in memory, local mode on disk, Qdrant
+Edge on disk, and a real Qdrant server (tests/support/qdrant.py): one server for the
+session, each test in a workspace of its own, whose collections are dropped after it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from connectors.vectors.port import (
 from connectors.vectors.qdrant import QdrantClientVectorStore
 from dataflow.core.lexical import inverse_document_frequency, term_dimension
 from dataflow.core.naming import relation_id, relation_pair
+from tests.support.qdrant import QdrantTestServer, drop_workspace
 from tests.support.wait import wait_until
 
 SPACE = "test-model-8"
@@ -55,6 +57,19 @@ class Backend:
     name: str
     open: Callable[[], BaseVectorStore]
     persistent: bool
+
+
+def _server_backend(request: pytest.FixtureRequest) -> Backend:
+    """The session's Qdrant server, in a workspace of this test's own."""
+    server: QdrantTestServer = request.getfixturevalue("qdrant_server")
+    workspace = f"contract-{uuid.uuid4().hex[:12]}"
+
+    request.addfinalizer(lambda: drop_workspace(server.url, workspace))
+    return Backend(
+        "qdrant-server",
+        lambda: QdrantClientVectorStore.from_url(server.url, workspace, OPTIONS),
+        persistent=True,
+    )
 
 
 def _backends(tmp_path: Path) -> dict[str, Backend]:
@@ -81,8 +96,17 @@ def _backends(tmp_path: Path) -> dict[str, Backend]:
     }
 
 
-@pytest.fixture(params=["qdrant-local-memory", "qdrant-local-path", "edge"])
+@pytest.fixture(
+    params=[
+        "qdrant-local-memory",
+        "qdrant-local-path",
+        "edge",
+        pytest.param("qdrant-server", marks=pytest.mark.services),
+    ]
+)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "qdrant-server":
+        return _server_backend(request)
     return _backends(tmp_path)[request.param]
 
 
@@ -580,7 +604,7 @@ def test_a_collection_whose_terms_are_keywords_is_rewritten_when_opened(backend:
     again.ensure_collections(SPACE, DIM)
 
     assert {(r.current_format, r.keyword_terms) for r in again.collections()} == {(True, False)}
-    name = collection_name(WORKSPACE, VectorKind.CHUNK, SPACE)
+    name = collection_name(again.workspace, VectorKind.CHUNK, SPACE)
     stored = sorted(payload[TERMS_FIELD] for payload in _raw_payloads(again, name).values())
     assert stored == ["art lab", "art war", "artists party"]
     assert _query_weights(again, "art party lab") == expected
