@@ -50,6 +50,9 @@ class ServerOptions:
     # The HTTP/JSON API (gateway/http/) beside gRPC, over the same services; None: off.
     http_address: str | None = None
     http_cors_origins: tuple[str, ...] = ()  # origins a browser may call it from; none: off
+    # Host names the HTTP API answers to without a token (gateway/http/hosts.py); none: the
+    # loopback names when it binds loopback, else any.
+    http_allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         host, colon, port = self.address.rpartition(":")
@@ -159,6 +162,7 @@ def serve(
         from gateway.http.app import HttpApi, HttpOptions, create_app
         from gateway.http.chat import openai_door
         from gateway.http.embeddings import EmbeddingsRoute
+        from gateway.http.hosts import served_hosts
         from gateway.http.lightrag import lightrag_door
         from gateway.http.ollama import ollama_door
         from gateway.http.server import serve_http
@@ -172,6 +176,9 @@ def serve(
             auth_token=options.auth_token,
             max_body_bytes=options.max_message_bytes,
             cors_origins=options.http_cors_origins,
+            allowed_hosts=served_hosts(
+                options.http_address.rpartition(":")[0].strip("[]"), options.http_allowed_hosts
+            ),
             cors_request_headers=MCP_REQUEST_HEADERS,
             cors_response_headers=MCP_RESPONSE_HEADERS,
         )

@@ -247,6 +247,7 @@ def serve_gateway(
         tls_key_path=settings.grpc_tls_key_path,
         http_address=settings.http_address or None,
         http_cors_origins=settings.http_cors_origins,
+        http_allowed_hosts=settings.http_allowed_hosts,
     )
     checks = {"Redis": stores.graph.ping, "the vector store": stores.vectors.ping}
     return serve(engine, stores.graph, stores.control, options, producer, health_checks=checks)

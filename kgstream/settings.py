@@ -200,6 +200,11 @@ class Settings:
     http_address: str | None = "127.0.0.1:9621"
     # origins a browser may call the HTTP API from (CORS); none: same-origin only
     http_cors_origins: tuple[str, ...] = ()
+    # host names (as a request's Host header gives them, without the port) the HTTP API
+    # answers to when grpc_auth_token is unset, against DNS rebinding; none: localhost,
+    # 127.0.0.1 and ::1 when http_address is a loopback address, else any. Behind a proxy
+    # that forwards the public name, list that name.
+    http_allowed_hosts: tuple[str, ...] = ()
     # the longest question a request may ask, in characters; over it: INVALID_ARGUMENT
     # naming the limit (gateway/types.py says why each limit exists); >= 1
     max_question_chars: int = 4000

@@ -42,6 +42,7 @@ from gateway.convert import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, entity_searc
 from gateway.http.auth import BearerTokenMiddleware
 from gateway.http.calls import HTTP_STATUS, MAX_TIMEOUT_MS, CallFailed, HttpCall, error_body
 from gateway.http.errors import ErrorShapes
+from gateway.http.hosts import HostCheckMiddleware
 from gateway.http.messages import BadJson, from_json, parse_json, to_json
 from gateway.http.openapi import openapi_document
 from gateway.http.routes import ApiRoute, Door, Param
@@ -69,6 +70,9 @@ class HttpOptions:
     auth_token: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024  # as the gRPC gateway's message limit
     cors_origins: tuple[str, ...] = ()  # none: CORS off (same-origin only)
+    # The names a request's Host may give when there is no auth token (gateway/http/hosts.py);
+    # None: any.
+    allowed_hosts: frozenset[str] | None = None
     # Headers beyond authorization and content-type that a browser may send, and read.
     cors_request_headers: tuple[str, ...] = ()
     cors_response_headers: tuple[str, ...] = ()
@@ -486,6 +490,10 @@ def create_app(api: HttpApi, options: HttpOptions, doors: Sequence[Door] = ()) -
     if options.auth_token:
         middleware.append(
             Middleware(BearerTokenMiddleware, token=options.auth_token, errors=errors)
+        )
+    elif options.allowed_hosts is not None:
+        middleware.insert(
+            0, Middleware(HostCheckMiddleware, hosts=options.allowed_hosts, errors=errors)
         )
     app = Starlette(
         routes=routes,

@@ -20,6 +20,7 @@ from gateway.embeddings import MAX_EMBEDDING_INPUTS
 from gateway.engine import MAX_TOP_K, EngineOptions, QueryEngine
 from gateway.http.app import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from gateway.http.calls import MAX_TIMEOUT_MS
+from gateway.http.hosts import host_name, served_hosts
 from gateway.keywords import OfflineKeywordExtractor
 from gateway.knowledge_graph import DEFAULT_SUBGRAPH_DEPTH, MAX_PAGE_SIZE, MAX_SUBGRAPH_DEPTH
 from gateway.types import (
@@ -365,6 +366,58 @@ def test_an_unknown_enum_value_is_refused_listing_the_values_once(
     assert error["message"].count(field) == 1, error["message"]
     assert error["message"].count(values) == 1
     assert "Failed to parse" not in error["message"]
+
+
+# -- the Host check (DNS rebinding) -----------------------------------------------
+
+
+def test_without_a_token_a_loopback_server_answers_only_its_loopback_names(
+    http: httpx.Client,
+) -> None:
+    port = http.base_url.port
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "localhost"):
+        assert http.get("/api/v1/version", headers={"Host": host}).status_code == 200, host
+    rebound = {"Host": f"attacker.example:{port}"}
+    for path, read in (
+        ("/api/v1/version", lambda body: body["error"]["message"]),
+        ("/v1/models", lambda body: body["error"]["message"]),
+        ("/api/tags", lambda body: body["error"]),
+        ("/graph/label/list", lambda body: body["detail"]),
+        ("/", lambda body: body["error"]["message"]),
+    ):
+        reply = http.get(path, headers=rebound)
+        assert reply.status_code == 403, (path, reply.text)
+        assert "http_allowed_hosts" in read(reply.json()), path
+    refused = http.post("/api/v1/retrieve", json={"question": "Who?"}, headers=rebound)
+    assert refused.status_code == 403
+
+
+def test_allowed_hosts_are_a_setting_and_a_token_makes_the_check_moot(corpus: Corpus) -> None:
+    engine = new_engine(corpus, None)
+    with http_gateway(
+        engine, corpus.stores.graph, http_allowed_hosts=("kg.example.org",)
+    ) as server:
+        assert server.http is not None
+        url = server.http.url + "/api/v1/version"
+        assert httpx.get(url, headers={"Host": "kg.example.org"}).status_code == 200
+        assert httpx.get(url, headers={"Host": "KG.example.org:443"}).status_code == 200
+        assert httpx.get(url).status_code == 403  # 127.0.0.1 is no longer listed
+    with http_gateway(engine, corpus.stores.graph, auth_token="t0ken") as server:
+        assert server.http is not None
+        url = server.http.url + "/api/v1/version"
+        rebound = {"Host": "attacker.example"}
+        assert httpx.get(url, headers=rebound).status_code == 401  # a page has no token
+        authorised = {**rebound, "Authorization": "Bearer t0ken"}
+        assert httpx.get(url, headers=authorised).status_code == 200
+
+
+def test_the_hosts_a_server_answers_to_follow_its_bind_address() -> None:
+    assert served_hosts("127.0.0.1", ()) == {"localhost", "127.0.0.1", "::1"}
+    assert served_hosts("::1", ()) == {"localhost", "127.0.0.1", "::1"}
+    assert served_hosts("localhost", ()) == {"localhost", "127.0.0.1", "::1"}
+    assert served_hosts("0.0.0.0", ()) is None  # reached by whatever name points at it
+    assert served_hosts("0.0.0.0", ("[::1]", "Kg.Example")) == {"::1", "kg.example"}
+    assert host_name("[::1]:9621") == "::1" and host_name("Example.org:80") == "example.org"
 
 
 # -- auth and CORS ---------------------------------------------------------------
