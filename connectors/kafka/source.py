@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
 from connectors.kafka.codec import DecodedEvent, decode_message
 from dataflow.core.messages import SourceEvent
@@ -151,6 +152,38 @@ def topic_partitions(consumer: KafkaConsumer, topic: str) -> list[int]:
             "(kafka-topics.sh --create --topic ...) or fix the topic name"
         )
     return partitions
+
+
+BROKER_RETRY_SECONDS = 2.0  # between tries to reach a broker that is away at start
+_BROKER_AWAY = (KafkaConnectionError, KafkaTimeoutError)
+
+
+def wait_for_topic(
+    bootstrap_servers: str,
+    topic: str,
+    on_away: Callable[[str], None],
+    consumer_config: Mapping[str, Any] | None = None,
+) -> list[int]:
+    """The partition numbers of `topic`, once a broker answers: while none does, `on_away`
+    is told why (once) and the brokers are tried again every `BROKER_RETRY_SECONDS`, as a
+    store that is away is waited out. ValueError when the topic does not exist."""
+    told = False
+    while True:
+        try:
+            consumer = new_consumer(bootstrap_servers, consumer_config)
+        except _BROKER_AWAY as error:
+            if not told:
+                on_away(
+                    f"Kafka ({bootstrap_servers}) is unreachable ({error}); waiting for it, "
+                    "retrying every few seconds (Ctrl-C to stop)"
+                )
+                told = True
+            time.sleep(BROKER_RETRY_SECONDS)
+            continue
+        try:
+            return topic_partitions(consumer, topic)
+        finally:
+            consumer.close()
 
 
 def topic_end_offsets(

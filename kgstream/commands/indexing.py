@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -120,6 +122,7 @@ def _live_source(
     if settings.kafka_bootstrap_servers and args.watch is None:
         from connectors.kafka.source import KafkaDocumentSource, KafkaSourceOptions
 
+        reachable_topic(settings.kafka_bootstrap_servers, settings.kafka_topic)
         options = KafkaSourceOptions(
             settings.kafka_bootstrap_servers,
             settings.kafka_topic,
@@ -173,6 +176,7 @@ def command_replay(settings: Settings, args: argparse.Namespace) -> int:
                     "replay into a new workspace (KGSTREAM_WORKSPACE) or clear it first",
                 )
             bootstrap, topic = settings.kafka_bootstrap_servers, settings.kafka_topic
+            reachable_topic(bootstrap, topic)
             progress = measure_replay(bootstrap, topic)
             source = KafkaDocumentSource(KafkaSourceOptions(bootstrap, topic, stop_at_end=True))
             stop = threading.Event()
@@ -189,6 +193,35 @@ def command_replay(settings: Settings, args: argparse.Namespace) -> int:
         finally:
             components.close()
     return 0
+
+
+def reachable_topic(bootstrap_servers: str, topic: str) -> None:
+    """Waits for a broker of `bootstrap_servers` to answer, saying so in one line while none
+    does (the dataflow would otherwise fail in its start-up with a panic); a topic that
+    does not exist is a `UserError`."""
+    from connectors.kafka.source import wait_for_topic
+
+    def away(reason: str) -> None:
+        print(f"kgstream: {reason}", file=sys.stderr, flush=True)
+
+    def stop(signum: int, frame: object) -> None:
+        raise _StoppedWaiting(signal.Signals(signum).name)
+
+    handlers = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        wait_for_topic(bootstrap_servers, topic, away)
+    except ValueError as error:
+        raise UserError(str(error).partition(";")[0], str(error).partition("; ")[2]) from None
+    except _StoppedWaiting as stopped:  # nothing was read yet: a clean stop
+        print(f"kgstream: {stopped}: stopping while waiting for Kafka", file=sys.stderr)
+        raise SystemExit(0) from None
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
+class _StoppedWaiting(Exception):
+    """A stop signal while waiting for a broker (its name)."""
 
 
 def _show_replay_progress(source: Any, progress: Any, stop: threading.Event) -> None:

@@ -1,6 +1,7 @@
 """The real Bytewax dataflow, end to end into real Redis and Qdrant Edge."""
 
 import math
+import threading
 import time
 from datetime import timedelta
 
@@ -181,12 +182,30 @@ def test_an_initial_load_commits_as_it_goes_not_all_at_the_end(components, tmp_p
             f"Person{n} Moreau founded Company{n} Labs in City{n}."
         )
     completed: list[int] = []
-    components.on_commit = lambda batch: completed.append(len(batch.completed))
+    committed = threading.Condition()
+
+    def on_commit(batch) -> None:
+        with committed:
+            completed.append(len(batch.completed))
+            committed.notify_all()
+
+    components.on_commit = on_commit
     components.chunks_per_round = 5
-    # Extraction takes time, as an LLM's does: the offline extractor alone finishes all 40
-    # documents in moments, so on a busy machine the pool could finish most of them before
-    # the dataflow's thread looked once (all finished documents go in one step).
-    with_latency(components, 0.05)
+    # Extraction is paced by the commits, so the load cannot outrun the dataflow's thread
+    # however busy the machine is: the 10n-th document is extracted only once n steps
+    # have completed documents. A load that committed only at its end would never get past
+    # the tenth document.
+    extract, extracted = components.extract_many, []
+
+    def paced(texts):
+        with committed:
+            steps_needed = len(extracted) // 10
+            done = committed.wait_for(lambda: len([c for c in completed if c]) >= steps_needed, 60)
+            assert done, f"no commit for {len(extracted)} extracted documents: {completed}"
+            extracted.extend(texts)
+        return extract(texts)
+
+    components.extract_many = paced
     options = FolderSourceOptions(root, stop_after_scan=True, watch=False, max_batch=5)
     source = FolderSource(options, components.codec)
     run_flow(components, source)

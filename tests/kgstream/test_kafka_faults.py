@@ -21,6 +21,7 @@ from connectors.stores import StoreLocations, open_stores
 from dataflow.core.documents import DocumentDelete
 from tests.kgstream.processes import (
     SNAPSHOT_EVERY_SECOND,
+    Output,
     clean_environment,
     finish,
     kgstream,
@@ -29,6 +30,7 @@ from tests.kgstream.processes import (
 from tests.kgstream.test_cli_kafka import consumer_lag, document, export, processed
 from tests.support.kafka import KafkaBroker
 from tests.support.llm_server import offline_extraction_reply
+from tests.support.ports import free_ports
 from tests.support.wait import wait_until
 
 OUTAGE_SECONDS = 15.0  # how long the broker stays down: the fault itself, not a synchronisation
@@ -168,3 +170,50 @@ def stored_vectors(data: Path, llm_server) -> dict:
     space = embedding_space_name(embedder)
     with open_stores(StoreLocations(data), space, embedder.dimension) as stores:
         return read_index(stores).vectors
+
+
+def test_a_run_started_while_its_broker_is_down_waits_for_it_in_one_line(broker, env, tmp_path):
+    topic = "late-broker"
+    broker.create_topic(topic, 1)
+    servers = broker.bootstrap_servers
+    missing = kgstream("run", "--kafka", servers, "--topic", "no-such-topic", "--no-serve",
+                       "--data", str(tmp_path / "missing"), env=env)  # fmt: skip
+    said, _ = missing.communicate(timeout=120)
+    assert missing.returncode == 2, said
+    assert "Kafka topic 'no-such-topic' does not exist" in said and "Traceback" not in said
+
+    broker.stop()
+    live = tmp_path / "live"
+    running = kgstream("run", "--kafka", servers, "--topic", topic, "--data", str(live),
+                       "--no-serve", env=env)  # fmt: skip
+    output = Output(running)
+    try:
+        wait_until(lambda: output.has("is unreachable"), 60, "the line saying Kafka is away")
+        assert running.poll() is None, output.text()  # waiting, not gone
+        broker.start_again()
+        with DocumentEventProducer(servers, topic) as producer:
+            producer.send(document(1))
+        wait_until(lambda: processed(live) == 1, 120, "the document, once the broker is back")
+    finally:
+        running.send_signal(signal.SIGINT)
+        running.wait(timeout=60)
+    text = output.join()
+    assert running.returncode == 0, text
+    assert text.count("is unreachable") == 1, text
+    assert "panicked" not in text and "Traceback" not in text, text
+
+
+def test_a_stop_while_waiting_for_kafka_is_one_line_and_exit_0(env, tmp_path):
+    (closed,) = free_ports(1)
+    running = kgstream("run", "--kafka", f"127.0.0.1:{closed}", "--topic", "t", "--no-serve",
+                       "--data", str(tmp_path / "data"), env=env)  # fmt: skip
+    output = Output(running)
+    wait_until(lambda: output.has("is unreachable"), 60, "the line saying Kafka is away")
+    running.send_signal(signal.SIGTERM)
+    running.wait(timeout=60)
+    text = output.join()
+    assert running.returncode == 0, text
+    assert text.strip().splitlines()[-1] == (
+        "kgstream: SIGTERM: stopping while waiting for Kafka"
+    ), text
+    assert "Traceback" not in text and "panicked" not in text, text
