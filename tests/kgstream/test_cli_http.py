@@ -88,6 +88,17 @@ def test_http_ingest_goes_through_the_watched_folder(env, tmp_path: Path) -> Non
             assert refused.status_code == 400, (bad, refused.text)
             assert refused.json()["error"]["field"] == "doc_id"
         assert not (folder / "notes" / ".hidden.md").exists()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "victim.md").write_text("outside")
+        (folder / "linked").symlink_to(elsewhere)
+        for method in ("PUT", "DELETE"):
+            path = "/api/v1/documents/linked/victim.md"
+            refused = http.request(method, path, json={"content": "x"})
+            assert refused.status_code == 400, (method, refused.text)
+            assert refused.json()["error"]["field"] == "doc_id"
+            assert "'linked', a symbolic link" in refused.json()["error"]["message"]
+        assert [p.read_text() for p in elsewhere.iterdir()] == ["outside"]
         http.close()
     finally:
         stop(running)

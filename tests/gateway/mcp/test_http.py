@@ -264,14 +264,22 @@ def test_ingest_writes_into_the_watched_folder_and_refuses_ids_that_leave_it(
     assert not stored.is_error and stored.structured_content["content_hash"] == ""
     assert (folder / "blob.bin").read_bytes() == binary
 
+    (folder.parent / "elsewhere").mkdir()
+    (folder.parent / "elsewhere" / "victim.md").write_text("outside")
+    (folder / "linked").symlink_to(folder.parent / "elsewhere")
     before = sorted(p for p in folder.parent.rglob("*"))
-    for doc_id in ("../escape.md", "notes/../../escape.md", "/etc/escape.md", "a\x00b.md"):
+    ids = ("../escape.md", "notes/../../escape.md", "/etc/escape.md", "a\x00b.md", "linked/x.md")
+    for doc_id in ids:
         refused = call(url, "upsert_document", {"doc_id": doc_id, "content": "x"})
         assert error_of(refused).startswith("doc_id: "), doc_id
         assert refused.structured_content["error"]["field"] == "doc_id"
     assert "must not contain a NUL character" in error_of(
         call(url, "delete_document", {"doc_id": "a\x00b.md"})
     )
+    assert error_of(call(url, "delete_document", {"doc_id": "linked/victim.md"})).startswith(
+        "doc_id: goes through 'linked', a symbolic link"
+    )
+    assert (folder.parent / "elsewhere" / "victim.md").read_text() == "outside"
     assert sorted(p for p in folder.parent.rglob("*")) == before
     assert error_of(call(url, "upsert_document", {"doc_id": "a.md"})).startswith(
         "content: is required"

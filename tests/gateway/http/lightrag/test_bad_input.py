@@ -5,6 +5,7 @@ the watched folder."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -175,6 +176,28 @@ def test_a_text_source_that_climbs_out_is_refused(
     nul = lightrag.post("/documents/text", json={"text": "x", "file_source": "a\x00.md"})
     assert refused_field(nul) == (["body", "file_source"], "must not contain the character U+0000")
     assert not (lightrag_server.folder.parent / "escape.md").exists()
+
+
+def test_a_source_or_delete_through_a_linked_folder_is_refused_and_nothing_outside_changes(
+    lightrag: httpx.Client, lightrag_server: RunningKgstream, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "victim.md").write_text("outside")
+    link = lightrag_server.folder / "linked"
+    link.symlink_to(elsewhere)
+    try:
+        text = {"text": "Mallory was here.", "file_source": "linked/escape.md"}
+        location, message = refused_field(lightrag.post("/documents/text", json=text))
+        assert location == ["body", "file_source"] and "'linked', a symbolic link" in message
+        delete = {"doc_ids": ["linked/victim.md"]}
+        reply = lightrag.request("DELETE", "/documents/delete_document", json=delete)
+        location, message = refused_field(reply)
+        assert location == ["body", "doc_ids", 0] and "'linked', a symbolic link" in message
+    finally:
+        link.unlink()
+    assert [p.name for p in elsewhere.iterdir()] == ["victim.md"]
+    assert (elsewhere / "victim.md").read_text() == "outside"
 
 
 def test_a_third_bad_source_says_the_first_two_were_published(lightrag: httpx.Client) -> None:
