@@ -22,6 +22,10 @@ one node by a script inside the transaction; on a cluster before the batch's pha
 entity is removed from the alias sets it no longer has and added to the rest (a delete is
 an upsert to no aliases).
 
+When the graph projection is on (`open_projection`), each batch's FalkorDB queries
+(connectors/redis/projection.py) run in its transaction before the version's INCR; on a
+cluster, in one MULTI/EXEC with the INCR on the version's slot, after the phases.
+
 The records' layout is stamped in the workspace (`GRAPH_FORMAT`): a workspace whose records
 carry another stamp, or none, is refused with the commands that rebuild it
 (`GraphStore.check_format`), never read with defaults for what its records lack.

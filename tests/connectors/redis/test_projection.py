@@ -32,6 +32,7 @@ from connectors.redis.projection_read import (
     readable,
 )
 from connectors.redis.written_lists import SIDE
+from connectors.stores import StoreLocations, open_graph_store
 from dataflow.core.chunking import Chunk
 from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
@@ -316,3 +317,38 @@ def test_auto_with_the_module_writes_the_projection(falkordb_server) -> None:
     finally:
         store.clear()
         store.close()
+
+
+# -- on by default in the embedded default -------------------------------------
+
+
+def test_the_embedded_default_writes_the_projection_and_keeps_it_across_restarts(
+    tmp_path,
+) -> None:
+    """With no settings, the embedded redis-server loads FalkorDB, `auto` writes the
+    projection, and a restart (also after rewriting the append-only file) finds it exact."""
+    locations = StoreLocations(data_dir=tmp_path)
+    assert locations.graph_projection is ProjectionMode.AUTO
+    graph, embedded = open_graph_store(locations)
+    assert embedded is not None
+    try:
+        assert graph.projection is not None
+        entity = EntityRecord("a", "A", "t", "d", ("chunk-1",), ("a.md",), ("a.md",))
+        graph.apply(GraphBatch(entity_upserts=(entity,), chunk_upserts=(CHUNK,)))
+        before = projected(graph)
+        assert before.version == 1 and without_version(before) == expected(graph)
+        embedded.rewrite_files()
+    finally:
+        graph.close()
+        embedded.stop()
+    graph, embedded = open_graph_store(locations)
+    assert embedded is not None
+    try:
+        assert graph.projection is not None
+        assert projected(graph) == before
+    finally:
+        graph.close()
+        embedded.stop()
+
+
+CHUNK = Chunk("chunk-1", "a.md", 0, "A is here.", 3, "a.md")
