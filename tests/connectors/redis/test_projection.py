@@ -9,14 +9,17 @@ module is refused when the projection must be on, and passed over when it may be
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connectors.redis.clients import connect
 from connectors.redis.cypher import COMPACT, QUERY, rows, with_parameters
+from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.projection import projection_key
 from connectors.redis.projection_control import (
@@ -37,6 +40,7 @@ from dataflow.core.chunking import Chunk
 from dataflow.core.commit import GraphBatch
 from dataflow.core.contributions import EntityRecord, RelationRecord
 from dataflow.core.documents import DocumentRecord, DocumentStatus, FailureKind
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.services
 
@@ -352,3 +356,39 @@ def test_the_embedded_default_writes_the_projection_and_keeps_it_across_restarts
 
 
 CHUNK = Chunk("chunk-1", "a.md", 0, "A is here.", 3, "a.md")
+
+
+def test_the_embedded_server_replays_graph_writes_while_clients_knock(tmp_path) -> None:
+    """A graph query that runs long inside a MULTI/EXEC, replayed from the append-only file,
+    would let the server serve a client mid-EXEC and crash on its command; the embedded server
+    writes effects instead (`GRAPH_MODULE_ARGUMENTS`), so clients knocking while it loads get
+    LOADING, then their answer."""
+    server = EmbeddedRedis(tmp_path / "redis").start()
+    client = server.client()
+    pipe = client.pipeline(transaction=True)
+    pipe.execute_command(QUERY, "slow", "UNWIND range(1, 300000) AS x CREATE (:N {k: x})")
+    pipe.incr("version")
+    pipe.execute()
+    client.close()
+    server.stop()
+    knocks: list[str] = []
+    stop = threading.Event()
+
+    def knock() -> None:
+        while not stop.is_set():
+            try:
+                with redis.Redis(unix_socket_path=str(server.socket_path)) as knocker:
+                    knocks.append(str(knocker.get("version")))
+            except (redis.ConnectionError, redis.BusyLoadingError, redis.TimeoutError) as error:
+                knocks.append(type(error).__name__)
+
+    knocker = threading.Thread(target=knock)
+    knocker.start()
+    try:
+        server.start()
+        wait_until(lambda: "b'1'" in knocks, 30, "a knock answered after the load")
+    finally:
+        stop.set()
+        knocker.join()
+        assert server.is_running()
+        server.stop()
