@@ -109,11 +109,11 @@ def document_properties(record: DocumentRecord) -> dict[str, object]:
     }
 
 
-# -- the queries --------------------------------------------------------------
+# -- the queries (each takes its batch's items as `$rows`) ----------------------
 
 _SCHEMA = tuple(f"CREATE INDEX FOR (n:{label}) ON (n.{key})" for label, key in NODE_KEYS.items())
 
-_WITHDRAW = f"""UNWIND $ids AS id
+_WITHDRAW = f"""UNWIND $rows AS id
 MATCH (d:{DOCUMENT} {{id: id}}) WHERE d.status = $processed
 SET d.status = $processing"""
 
@@ -122,15 +122,15 @@ MERGE (d:{DOCUMENT} {{id: row.id}})
 SET d += row.properties, d.updated_at = $stamp, d.created_at = coalesce(d.created_at, $stamp)
 REMOVE d:{PLACEHOLDER}"""
 
-_DOCUMENT_DELETE = f"""UNWIND $ids AS id
+_DOCUMENT_DELETE = f"""UNWIND $rows AS id
 MATCH (d:{DOCUMENT} {{id: id}})
 SET d = {{id: id}}, d:{PLACEHOLDER}"""
 
-_CHUNK_DELETE = f"""UNWIND $ids AS id
+_CHUNK_DELETE = f"""UNWIND $rows AS id
 MATCH (c:{CHUNK} {{id: id}})
 SET c = {{id: id}}, c:{PLACEHOLDER}"""
 
-_CHUNK_UNLINK = f"""UNWIND $ids AS id
+_CHUNK_UNLINK = f"""UNWIND $rows AS id
 MATCH (c:{CHUNK} {{id: id}})-[p:{PART_OF}]->(:{DOCUMENT})
 DELETE p"""
 
@@ -142,7 +142,7 @@ MERGE (d:{DOCUMENT} {{id: row.properties.doc_id}})
 ON CREATE SET d:{PLACEHOLDER}
 MERGE (c)-[:{PART_OF}]->(d)"""
 
-_ENTITY_DELETE = f"""UNWIND $keys AS key
+_ENTITY_DELETE = f"""UNWIND $rows AS key
 MATCH (e:{ENTITY} {{key: key}})
 SET e = {{key: key}}, e:{PLACEHOLDER}"""
 
@@ -153,7 +153,7 @@ REMOVE e:{PLACEHOLDER}"""
 
 # Every MENTIONS edge of the entities named: for a deleted entity, or one whose list is
 # written whole (the edges it keeps are MERGEd again by `_MENTIONS_ADD`).
-_MENTIONS_DROP = f"""UNWIND $keys AS key
+_MENTIONS_DROP = f"""UNWIND $rows AS key
 MATCH (:{CHUNK})-[m:{MENTIONS}]->(:{ENTITY} {{key: key}})
 DELETE m"""
 
@@ -267,11 +267,11 @@ class GraphProjection:
             (_CHUNK_UPSERT, {}, [_chunk_row(c) for c in batch.chunk_upserts]),
             (_DOCUMENT_UPSERT, {"stamp": stamp}, [_document_row(d) for d in documents.values()]),
         ]
-        queries = []
-        for query, parameters, items in steps:
-            if items:
-                name = "rows" if "$rows" in query else ("keys" if "$keys" in query else "ids")
-                queries.append(with_parameters(query, {**parameters, name: list(items)}))
+        queries = [
+            with_parameters(query, {**parameters, "rows": list(rows)})
+            for query, parameters, rows in steps
+            if rows
+        ]
         if queries:
             queries.append(_SWEEP)
         queries.append(_BUMP_VERSION)
