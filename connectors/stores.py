@@ -156,9 +156,10 @@ def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRed
     try:
         with store_outages(locations.workspace):
             graph.check_format()
-            why_not = graph.open_projection(locations.graph_projection)
-            if why_not and locations.graph_projection is ProjectionMode.AUTO:
-                _log.info("graph projection not written: %s", why_not)
+            decision = graph.open_projection(locations.graph_projection)
+            if not decision.written and locations.graph_projection is ProjectionMode.AUTO:
+                level = logging.WARNING if decision.behind else logging.INFO
+                _log.log(level, "graph projection not written: %s", decision.reason)
     except StoreUnavailable:
         pass  # a server that is away: the first write checks (`GraphStore.apply`)
     except BaseException:

