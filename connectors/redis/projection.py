@@ -222,8 +222,9 @@ def mention_changes(keys: KeyLayout, batch: GraphBatch, lists: ListPlan) -> Ment
             and (CHUNK_LIST in lists.fields_left_out(redis_key))
         ):
             continue
-        elif entity.key not in changes.whole:
+        else:
             changes.whole.append(entity.key)
+    changes.whole = list(dict.fromkeys(changes.whole))  # a key written twice, once
     last = {entity.key: entity for entity in batch.entity_upserts}
     for key in changes.whole:
         changes.added += [(chunk_id, key) for chunk_id in last[key].source_chunk_ids]
