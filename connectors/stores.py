@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
@@ -25,6 +26,7 @@ from connectors.redis.embedded import EmbeddedRedis
 from connectors.redis.graph_store import GraphStore
 from connectors.redis.index_control import RedisIndexControl
 from connectors.redis.ports import GraphRecords, IndexControl
+from connectors.redis.projection_control import ProjectionMode
 from connectors.vectors.edge import EdgeVectorStore
 from connectors.vectors.port import VectorKind, VectorPoint, VectorStore
 from connectors.vectors.qdrant import QdrantClientVectorStore
@@ -32,12 +34,15 @@ from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from connectors.writes import store_write
 from dataflow.core.commit import CommitBatch
 
+_log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class StoreLocations:
     data_dir: Path
     workspace: str = "default"
     redis_url: str | None = None  # redis://, rediss://, unix://, or redis+cluster://
+    graph_projection: ProjectionMode = ProjectionMode.AUTO  # connectors/redis/projection.py
     qdrant_url: str | None = None
     qdrant_cluster: QdrantClusterOptions = field(default_factory=QdrantClusterOptions)
 
@@ -144,11 +149,17 @@ class Stores:
 def open_graph_store(locations: StoreLocations) -> tuple[GraphStore, EmbeddedRedis | None]:
     """The graph store; for the embedded default, attach to a running kgstream's redis
     (so `kgstream status` works beside `kgstream run`) or start one, returned to stop.
-    Raises `GraphFormatError` when the workspace holds records of another layout."""
+    Raises `GraphFormatError` when the workspace holds records of another layout, and
+    `GraphModuleMissing` or `ProjectionFailed` when `graph_projection` is on and the
+    projection cannot be written (connectors/redis/projection_control.py)."""
     graph, embedded = _open_graph_store(locations)
     try:
         with store_outages(locations.workspace):
             graph.check_format()
+            decision = graph.open_projection(locations.graph_projection)
+            if not decision.written and locations.graph_projection is ProjectionMode.AUTO:
+                level = logging.WARNING if decision.behind else logging.INFO
+                _log.log(level, "graph projection not written: %s", decision.reason)
     except StoreUnavailable:
         pass  # a server that is away: the first write checks (`GraphStore.apply`)
     except BaseException:

@@ -19,6 +19,7 @@ from connectors.embeddings.remote import OpenAIEmbedder, OpenAIEmbeddingOptions
 from connectors.errors import OutageWait
 from connectors.llm.client import ChatClient, LLMError, LLMOptions, SqliteResponseCache
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
+from connectors.redis.projection_control import ProjectionMode
 from connectors.retry import Backoff
 from connectors.stores import StoreLocations, Stores, open_stores
 from connectors.tokenizer import TiktokenTokenizer
@@ -99,6 +100,7 @@ def store_locations(settings: Settings) -> StoreLocations:
         data_dir=settings.data_dir,
         workspace=settings.workspace,
         redis_url=settings.redis_connection_url(),
+        graph_projection=ProjectionMode(settings.graph_projection),
         qdrant_url=settings.qdrant_url,
         qdrant_cluster=settings.qdrant_cluster_options(),
     )

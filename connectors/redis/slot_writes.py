@@ -15,7 +15,8 @@ starts only once the one before has been applied everywhere:
 4. *relations*: relation upserts with their adjacency and their sorted sets (a deleted
    relation's go in phase 2, with it);
 5. *documents*: document records and the status sets;
-6. the index version's INCR.
+6. the index version's INCR (with the graph projection's queries, when it is written: one
+   MULTI/EXEC on the version's slot, connectors/redis/projection_control.py).
 
 So a document is PROCESSED only while all its records are there; an entity is written
 before any relation that points at it, and deleted after the relations that did; the
@@ -32,7 +33,7 @@ meanwhile is in docs/decisions/0019-graph-state-in-plain-redis.md.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,15 +219,21 @@ def plan_phases(
 
 
 def apply_to_cluster(
-    client: RedisCluster, keys: KeyLayout, batch: GraphBatch, stamp: str, lists: ListPlan
+    client: RedisCluster,
+    keys: KeyLayout,
+    batch: GraphBatch,
+    stamp: str,
+    lists: ListPlan,
+    bump: Callable[[], int] | None = None,
 ) -> int:
     """Write `batch` phase by phase (records leaving out the lists `lists` says the store
-    has), then advance the version; returns the new version."""
+    has), then advance the version (by `bump`, when the version's INCR carries more: the
+    graph projection's queries); returns the new version."""
     stored = read_state(client, keys, batch)
     for phase in plan_phases(keys, batch, stored, stamp, lists):
         if phase:
             run_phase(client, phase)
-    return int(client.incr(keys.version))
+    return bump() if bump is not None else int(client.incr(keys.version))
 
 
 def run_phase(client: RedisCluster, phase: SlotWrites) -> None:

@@ -3,6 +3,7 @@ flow's components (offline extraction, test-server embeddings) are the harness's
 
 import pytest
 
+from connectors.redis.projection_control import ProjectionMode
 from tests.dataflow.harness import EntryPoint, entry_point_for, new_components
 
 
@@ -12,8 +13,12 @@ def entry_point(request: pytest.FixtureRequest) -> EntryPoint:
 
 
 @pytest.fixture
-def components(redis_server, llm_server, tmp_path):
-    built = new_components(redis_server.url, llm_server.base_url, tmp_path / "vectors")
+def components(falkordb_server, llm_server, tmp_path):
+    """Components on a Redis with the FalkorDB module, writing the graph projection (the
+    records alone run on Redis 7 too: tests/connectors/redis/)."""
+    built = new_components(
+        falkordb_server.url, llm_server.base_url, tmp_path / "vectors", projection=ProjectionMode.ON
+    )
     yield built
     built.stores.graph.clear()
     built.stores.vectors.close()

