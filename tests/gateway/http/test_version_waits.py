@@ -153,6 +153,16 @@ def test_a_hundred_version_waits_leave_every_route_answering_and_leavers_free_th
             assert f"{PLACES} calls wait for min_index_version already" in error["message"]
             assert "max_version_waits" in error["message"]
 
+        # LightRAG's door refuses one more in its own shape.
+        for path in ("/query", "/query/stream"):
+            lightrag = httpx.post(
+                f"{server.http.url}{path}",
+                json={"query": QUESTION, "min_index_version": UNREACHABLE},
+                timeout=10,
+            )
+            assert lightrag.status_code == 429, lightrag.text
+            assert "max_version_waits" in lightrag.json()["detail"]
+
         # Every other route answers within a second while they wait, health saying so.
         gets_before, watched_from = redis_gets(corpus), time.monotonic()
         slowest = 0.0
