@@ -334,7 +334,8 @@ class HttpApi:
                             "maximum": MAX_TIMEOUT_MS,
                             "default": DEFAULT_VERSION_WAIT_MS,
                         },
-                        "how long to wait for min_index_version, in milliseconds",
+                        "how long to wait for min_index_version, in milliseconds (never "
+                        "past the server's version_wait_seconds)",
                     ),
                 ),
             ),
