@@ -69,9 +69,7 @@ from gateway.types import (
     HISTORY_ROLES,
     Answer,
     AnswerStream,
-    CallAbandoned,
     CallDeadline,
-    IndexVersionTimeout,
     InvalidQuery,
     Keywords,
     Mode,
@@ -81,11 +79,11 @@ from gateway.types import (
     Retrieval,
     RetrievedEntity,
     RetrievedRelation,
-    TooManyVersionWaits,
     Usage,
     call_deadline,
     shown,
 )
+from gateway.version_waits import VersionWaits
 
 MAX_TOP_K = 1000
 _SLOT_POLL_SECONDS = 0.05  # a call waiting for a retrieval slot checks its deadline this often
@@ -180,9 +178,10 @@ class EngineOptions:
     """`answer_cache_size`: answers kept (LRU; 0 disables the cache).
     `version_wait_seconds`: the longest wait for `min_index_version`, whatever the call's
     own deadline (a call without one waits this long at most).
-    `max_version_waits`: calls waiting for `min_index_version` at once; one more is
-    RESOURCE_EXHAUSTED at once. Keep it under the gateway's gRPC workers (16), so waiting
-    calls never hold the workers that health checks and other calls need.
+    `max_version_waits`: calls waiting for `min_index_version` at once, over every transport
+    together (gateway/version_waits.py); one more is RESOURCE_EXHAUSTED at once. A waiting
+    gRPC call holds a worker, so keep it under the gateway's gRPC workers (16), leaving
+    workers for health checks and other calls; an HTTP wait holds none.
     `max_concurrent_retrievals`: retrievals running at once (embedding the question, the
     store searches, the context); a call beyond them waits for a slot within its deadline
     (0: no bound). Retrieval is CPU work under the GIL: in `kgstream run` the gateway
@@ -450,7 +449,10 @@ class QueryEngine:
         # A scope's entity and relation keys (a scroll of its chunks' payloads), per version.
         self._graph_scopes: VersionedCache[GraphScope] = VersionedCache(_GRAPH_SCOPES)
 
-        self._version_waits = threading.BoundedSemaphore(self.options.max_version_waits)
+        # Shared with the HTTP API, which awaits the same waits on its event loop.
+        self.version_waits = VersionWaits(
+            stores.graph.version, self.options.max_version_waits, self.options.version_wait_seconds
+        )
         self._embedding_pool = ThreadPoolExecutor(
             _EMBEDDING_WORKERS, thread_name_prefix="kgstream-query-embed"
         )
@@ -750,41 +752,9 @@ class QueryEngine:
         return Keywords(high_level=found.high_level[: most - len(low)], low_level=low)
 
     def _await_version(self, minimum: int, call: CallDeadline) -> int:
-        """The index version, once it is >= `minimum`: until the call's deadline, at most
-        `version_wait_seconds`, and only while fewer than `max_version_waits` calls wait."""
-        graph = self.stores.graph
-        current = graph.version()
-        if minimum <= current:
-            return current
-        most = self.options.version_wait_seconds
-        remaining = call.remaining()
-        capped = remaining is None or remaining > most
-        timeout = most if capped else max(0.0, remaining or 0.0)
-        if not self._version_waits.acquire(blocking=False):
-            raise TooManyVersionWaits(
-                f"{self.options.max_version_waits} calls wait for min_index_version already "
-                f"(the limit, max_version_waits; index is at version {current}): retry later"
-            )
-        try:
-            try:
-                return graph.wait_for_version(minimum, timeout, give_up=call.abandoned)
-            except InterruptedError as exc:
-                if not call.passed():
-                    raise CallAbandoned(f"the call was cancelled while waiting: {exc}") from exc
-                raise TimeoutError(str(exc)) from exc  # the call's deadline: a timeout
-        except TimeoutError as exc:
-            note = (
-                f"; the wait stopped at the server's maximum, {most:g} s (version_wait_seconds)"
-                if capped
-                else ""
-            )
-            raise IndexVersionTimeout(
-                f"min_index_version {minimum} not reached within {timeout:.3g} s "
-                f"(index is at version {graph.version()}){note}; the indexer may be behind: "
-                "retry later or allow a longer deadline"
-            ) from exc
-        finally:
-            self._version_waits.release()
+        """The index version, once it is >= `minimum` (`VersionWaits.reach` bounds the
+        wait)."""
+        return self.version_waits.reach(minimum, call)
 
     def _cache_key(self, params: QueryParams, version: int) -> Hashable | None:
         if self.llm is None or self.answer_cache.capacity == 0:

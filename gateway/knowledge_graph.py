@@ -3,7 +3,7 @@ straight from the graph records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Protocol
 
 import grpc
@@ -25,6 +25,7 @@ from gateway.types import (
     Usage,
     shown,
 )
+from gateway.version_waits import VersionWaits
 from kgstream_protos.v1 import query_pb2, query_pb2_grpc
 
 DEFAULT_SUBGRAPH_DEPTH = 3  # LightRAG's max_depth
@@ -41,7 +42,8 @@ class Engine(Protocol):
     `deadline` is the call's deadline and liveness (`CallDeadline`); the engine raises
     IndexVersionTimeout when `min_index_version` is not reached by then, and
     CallAbandoned when the client cancelled or left between two stages of the work.
-    `limits` are what `validate` holds requests to; `embedder` embeds the questions.
+    `limits` are what `validate` holds requests to; `embedder` embeds the questions;
+    `version_waits` bounds every wait for `min_index_version`.
     """
 
     @property
@@ -49,6 +51,9 @@ class Engine(Protocol):
 
     @property
     def embedder(self) -> Embedder: ...
+
+    @property
+    def version_waits(self) -> VersionWaits: ...
 
     def validate(self, params: QueryParams) -> None: ...
 
@@ -71,7 +76,30 @@ class KnowledgeGraphService(query_pb2_grpc.KnowledgeGraphServicer):
         """The limits a QueryRequest is held to (the OpenAPI document states them)."""
         return self._engine.limits
 
+    @property
+    def version_waits(self) -> VersionWaits:
+        """The waits for an index version, which the HTTP API's own waits share."""
+        return self._engine.version_waits
+
     # -- queries ---------------------------------------------------------------
+
+    async def reach_version(
+        self,
+        request: query_pb2.QueryRequest,
+        timeout_seconds: float | None,
+        left: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        """Wait for the request's `min_index_version` on the event loop, holding no thread,
+        under the bounds a gRPC call's wait has (`VersionWaits.reach_async`): the HTTP API
+        and MCP await it before the call itself takes a worker thread, and the call then
+        finds the version reached. An invalid request does not wait: its call says why."""
+        if request.min_index_version <= 0:
+            return
+        try:
+            minimum = self._params(request).min_index_version
+        except ValueError:  # InvalidQuery included
+            return
+        await self._engine.version_waits.reach_async(minimum, timeout_seconds, left)
 
     def _params(self, request: query_pb2.QueryRequest) -> QueryParams:
         params = convert.query_params_from(request)

@@ -230,8 +230,9 @@ class Settings:
     max_history_chars: int = 100_000
     # min_index_version: the longest wait in seconds, whatever the call's deadline; >= 0
     version_wait_seconds: float = 30.0
-    # min_index_version: how many calls may wait at once (each holds one of the gateway's 16
-    # workers; keep it well below); one more is RESOURCE_EXHAUSTED at once; >= 1
+    # min_index_version: how many calls may wait at once, over gRPC, HTTP and MCP together
+    # (a gRPC wait holds one of the gateway's 16 workers: keep it well below; an HTTP wait
+    # holds none); one more is RESOURCE_EXHAUSTED (HTTP 429) at once; >= 1
     max_version_waits: int = 8
     # retrievals running at once; more calls wait for a slot (within their deadline). Unset:
     # 1 in `kgstream run`, whose indexer shares the process (and its GIL), so queries cannot

@@ -20,6 +20,7 @@ from gateway.types import (
     RequestLimits,
     Retrieval,
 )
+from gateway.version_waits import VersionWaits
 from kgstream.metrics import Metrics
 
 _LOGGER = logging.getLogger(__name__)
@@ -115,6 +116,11 @@ class MeteredEngine:
     def embedder(self) -> Embedder:
         embedder: Embedder = self._engine.embedder
         return embedder
+
+    @property
+    def version_waits(self) -> VersionWaits:
+        waits: VersionWaits = self._engine.version_waits
+        return waits
 
     def validate(self, params: QueryParams) -> None:
         self._engine.validate(params)

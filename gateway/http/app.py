@@ -54,7 +54,7 @@ from kgstream_protos.v1 import ingest_pb2, query_pb2
 
 T = TypeVar("T")
 
-EVENTS_POLL_SECONDS = 0.25  # how often /api/v1/events looks at the index version
+EVENTS_RETRY_SECONDS = 0.25  # how soon /api/v1/events reads again after a store outage
 EVENTS_PING_SECONDS = 15.0  # an SSE comment keeps proxies from closing an idle stream
 DEFAULT_VERSION_WAIT_MS = 30_000
 MAX_INDEX_VERSION = 2**62
@@ -130,8 +130,10 @@ class HttpApi:
         message = await _body(request, query_pb2.QueryRequest)
         call = call_of(request)
         try:
+            await reach_version(request, message, call)
             events = await started(self.knowledge_graph.QueryStream(message, call), call)
         except CallFailed as failure:
+            call.finish()
             return _failed(failure)
 
         def stream() -> Iterator[str]:
@@ -254,35 +256,44 @@ class HttpApi:
     # -- the index -------------------------------------------------------------
 
     async def version(self, request: Request) -> Response:
+        """The version and counts, after the wait for `min_index_version` when asked: the
+        gRPC calls' wait, on the event loop (`VersionWaits.reach_async`), so a waiting
+        client holds no worker thread, leaving frees its place, and no wait outlasts the
+        server's `version_wait_seconds` whatever `timeout_ms` asks."""
         wanted = _int_param(request, "min_index_version", 0, 0, MAX_INDEX_VERSION)
         timeout_ms = _int_param(request, "timeout_ms", DEFAULT_VERSION_WAIT_MS, 0, MAX_TIMEOUT_MS)
-
-        def read() -> dict[str, Any]:
-            if wanted:
-                self.graph.wait_for_version(wanted, timeout_ms / 1000)
-            return self.versions.read()
-
-        result = await _guarded(request, read)
+        if wanted:
+            call = HttpCall(timeout_ms / 1000)
+            try:
+                with statuses(call):
+                    waits = self.knowledge_graph.version_waits
+                    await waits.reach_async(wanted, timeout_ms / 1000, _left(request))
+            except CallFailed as failure:
+                return _failed(failure)
+        result = await _guarded(request, self.versions.read)
         return result if isinstance(result, Response) else JSONResponse(result)
 
     async def events(self, request: Request) -> Response:
-        read = self.versions.read
+        """Server-sent `version` events. The stream follows the version through the
+        gateway's one poller of it (`VersionWaits.changed`), so open streams cost no
+        store reads of their own and no worker thread between changes."""
+        read, waits = self.versions.read, self.knowledge_graph.version_waits
 
         async def stream() -> AsyncIterator[str]:
-            last, pinged = None, time.monotonic()
-            while not await request.is_disconnected():
+            last: dict[str, Any] | None = None
+            while True:
                 try:  # a store outage is said, then waited out
                     state = await run_in_threadpool(_with_statuses, HttpCall(None), read)
+                    if state != last:
+                        last = state
+                        yield sse("version", state)
+                    with statuses(HttpCall(None)):
+                        moved = await waits.changed(state["index_version"], EVENTS_PING_SECONDS)
+                    if moved is None:
+                        yield ": ping\n\n"
                 except CallFailed as failure:
                     yield sse("error", error_body(failure.code, failure.message))
-                    state = None
-                if state is not None and state != last:
-                    last = state
-                    yield sse("version", state)
-                elif time.monotonic() - pinged >= EVENTS_PING_SECONDS:
-                    pinged = time.monotonic()
-                    yield ": ping\n\n"
-                await asyncio.sleep(EVENTS_POLL_SECONDS)
+                    await asyncio.sleep(EVENTS_RETRY_SECONDS)
 
         return event_stream(stream())
 
@@ -327,7 +338,8 @@ class HttpApi:
                             "maximum": MAX_TIMEOUT_MS,
                             "default": DEFAULT_VERSION_WAIT_MS,
                         },
-                        "how long to wait for min_index_version, in milliseconds",
+                        "how long to wait for min_index_version, in milliseconds (never "
+                        "past the server's version_wait_seconds)",
                     ),
                 ),
             ),
@@ -504,6 +516,7 @@ def create_app(api: HttpApi, options: HttpOptions, doors: Sequence[Door] = ()) -
     app.state.max_body_bytes = options.max_body_bytes
     app.state.auth_required = options.auth_token is not None
     app.state.errors = errors
+    app.state.knowledge_graph = api.knowledge_graph
     return app
 
 
@@ -751,12 +764,38 @@ def call_of(request: Request) -> HttpCall:
 
 async def invoke(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:
     """The servicer's reply to `message`, called as the gRPC server calls it (in a worker
-    thread, with the request's deadline and liveness); `CallFailed` for an error status."""
+    thread, with the request's deadline and liveness); `CallFailed` for an error status.
+    A query's `min_index_version` is awaited first, on the event loop (`reach_version`)."""
     call = call_of(request)
     try:
+        await reach_version(request, message, call)
         return await run_in_threadpool(method, message, call)
     finally:
         call.finish()
+
+
+async def reach_version(request: Request, message: Message, call: HttpCall) -> None:
+    """Wait for a query's `min_index_version` without a worker thread, bounded as a gRPC
+    call's wait is (at most `max_version_waits` at once, `version_wait_seconds` long), and
+    ended as soon as the client leaves; the servicer called next finds the version reached.
+    `CallFailed` (429, 504, 499) when the wait is refused or ends without it."""
+    if not isinstance(message, query_pb2.QueryRequest) or message.min_index_version <= 0:
+        return
+    knowledge_graph: KnowledgeGraphService = request.app.state.knowledge_graph
+    with statuses(call):
+        await knowledge_graph.reach_version(message, call.time_remaining(), _left(request))
+
+
+def _left(request: Request) -> Callable[[], Awaitable[None]]:
+    """What returns once the client of `request` has gone (its connection closed). Only
+    for a request whose body was read, or has none: the messages before the disconnect
+    are dropped."""
+
+    async def left() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    return left
 
 
 async def _call(request: Request, method: Callable[[Any, Any], Any], message: Message) -> Any:

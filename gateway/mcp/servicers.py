@@ -24,7 +24,7 @@ from gateway.http.calls import CallFailed, HttpCall
 from gateway.ingest import IngestService
 from gateway.knowledge_graph import KnowledgeGraphService
 from gateway.status import statuses
-from kgstream_protos.v1 import ingest_pb2_grpc, query_pb2_grpc
+from kgstream_protos.v1 import ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 KNOWLEDGE_GRAPH_METHODS = (
     "Query",
@@ -63,10 +63,16 @@ class LocalServicers:
             **{name: getattr(knowledge_graph, name) for name in KNOWLEDGE_GRAPH_METHODS},
             **{name: getattr(ingest, name) for name in INGEST_METHODS},
         }
+        self._knowledge_graph = knowledge_graph
         self._graph = graph
 
     async def call(self, method: str, request: Message, timeout: float | None = None) -> Any:
-        return await _in_thread(self._methods[method], request, HttpCall(timeout))
+        call = HttpCall(timeout)
+        if isinstance(request, query_pb2.QueryRequest):
+            # The wait for min_index_version holds no thread (a cancel ends it at once).
+            with statuses(call):
+                await self._knowledge_graph.reach_version(request, call.time_remaining())
+        return await _in_thread(self._methods[method], request, call)
 
     async def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str] | None:
         def read(_: object, call: HttpCall) -> dict[str, str]:

@@ -33,6 +33,7 @@ from gateway.types import (
 from tests.dataflow.harness import TOKENIZER
 from tests.gateway.corpus import build_corpus
 from tests.support.ports import free_port
+from tests.support.wait import wait_until
 
 LEADER = "Who leads the Atlas Project?"
 LEADER_CHUNK = "Carla Diaz leads the Atlas Project at Northwind Labs."
@@ -536,26 +537,15 @@ def test_a_background_embedding_s_failure_is_the_call_s_error(corpus, failing):
 # -- index versions and store failures -----------------------------------------------------
 
 
-class SignallingGraphStore(GraphStore):
-    """A real GraphStore that says when a reader starts waiting for a version."""
-
-    waiting = threading.Event()
-
-    def wait_for_version(self, version, timeout_seconds, poll_interval_seconds=0.005, give_up=None):
-        self.waiting.set()
-        return super().wait_for_version(version, timeout_seconds, poll_interval_seconds, give_up)
-
-
-def test_min_index_version_waits_for_a_write_made_during_the_call(corpus, redis_server):
-    graph = SignallingGraphStore.from_url(redis_server.url, corpus.stores.graph.workspace)
-    engine = QueryEngine(
-        Stores(graph, corpus.stores.vectors), corpus.embedder, TOKENIZER, OfflineKeywordExtractor()
-    )
+def test_min_index_version_waits_for_a_write_made_during_the_call(corpus):
+    engine = QueryEngine(corpus.stores, corpus.embedder, TOKENIZER, OfflineKeywordExtractor())
     target = corpus.stores.graph.version() + 1
+    waited = threading.Event()
 
     def write_once_the_reader_waits():
-        if graph.waiting.wait(timeout=10):
-            corpus.stores.graph.apply(GraphBatch())
+        wait_until(lambda: engine.version_waits.waiting == 1, 10, "the reader waiting")
+        waited.set()
+        corpus.stores.graph.apply(GraphBatch())
 
     writer = threading.Thread(target=write_once_the_reader_waits)
     writer.start()
@@ -565,10 +555,10 @@ def test_min_index_version_waits_for_a_write_made_during_the_call(corpus, redis_
         )
     finally:
         writer.join(timeout=10)
-        graph.close()
-    assert graph.waiting.is_set()
+    assert waited.is_set()
     assert retrieval.index_version >= target
     assert retrieval.entities
+    assert engine.version_waits.waiting == 0
 
 
 def test_min_index_version_not_reached_by_the_deadline_times_out(engine, corpus):

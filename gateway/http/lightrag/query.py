@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from gateway import convert
 from gateway.context import answer_messages, source_of
 from gateway.engine import QueryEngine
-from gateway.http.app import call_of, invoke, started
+from gateway.http.app import call_of, invoke, reach_version, started
 from gateway.http.calls import CallFailed
 from gateway.http.lightrag.wire import FieldNames, Fields, Invalid, invalid_field, json_body
 from gateway.knowledge_graph import KnowledgeGraphService
@@ -207,6 +207,7 @@ class QueryRoutes:
                 "".join(lines), media_type="application/x-ndjson", headers=NDJSON_HEADERS
             )
         call = call_of(request)
+        await reach_version(request, message, call)
         events = await started(self.knowledge_graph.QueryStream(message, call), call)
 
         def stream() -> Iterator[str]:
