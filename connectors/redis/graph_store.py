@@ -464,39 +464,6 @@ class GraphStore:
         value = self._client.get(self.keys.version)
         return int(value) if value is not None else 0
 
-    def wait_for_version(
-        self,
-        version: int,
-        timeout_seconds: float,
-        poll_interval_seconds: float = 0.005,
-        give_up: Callable[[], bool] | None = None,
-    ) -> int:
-        """Return the current version once it is >= `version` (read-your-writes).
-
-        Polls, because a GET every few milliseconds is cheap and, unlike a
-        subscription, cannot miss a notification across a reconnect.
-        Raises TimeoutError when `timeout_seconds` pass first, InterruptedError as soon
-        as `give_up()` is true (the caller is no longer waiting: a cancelled call).
-        """
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            current = self.version()
-            if current >= version:
-                return current
-            if give_up is not None and give_up():
-                raise InterruptedError(
-                    f"stopped waiting for index version {version} of workspace "
-                    f"{self.workspace!r} (at {current}): the caller gave up"
-                )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(
-                    f"index version of workspace {self.workspace!r} is {current}, still "
-                    f"below {version} after {timeout_seconds} s; the indexer may be "
-                    "behind or stopped"
-                )
-            time.sleep(min(poll_interval_seconds, remaining))
-
     # -- reads (one round trip each) -----------------------------------------------
 
     def get_entities(self, keys: Iterable[str]) -> dict[str, EntityRecord]:

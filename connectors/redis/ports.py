@@ -16,7 +16,7 @@ Redis Cluster); callers depend on the port they use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,17 +81,6 @@ class GraphRecords(Protocol):
 
     def version(self) -> int:
         """How many batches have been applied to this workspace."""
-        ...
-
-    def wait_for_version(
-        self,
-        version: int,
-        timeout_seconds: float,
-        poll_interval_seconds: float = 0.005,
-        give_up: Callable[[], bool] | None = None,
-    ) -> int:
-        """The current version once it is >= `version` (read-your-writes); TimeoutError
-        when `timeout_seconds` pass first, InterruptedError once `give_up()` is true."""
         ...
 
     # -- reads -------------------------------------------------------------------------

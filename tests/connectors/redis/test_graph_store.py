@@ -1145,32 +1145,6 @@ def test_versions_advance_by_exactly_one_per_batch(store: GraphStore) -> None:
     assert store.version() == 6
 
 
-def test_wait_for_version_returns_once_another_thread_applies_a_batch(
-    store: GraphStore,
-) -> None:
-    target = store.version() + 1
-    results: list[int] = []
-    waiting = threading.Event()
-
-    def wait() -> None:
-        waiting.set()
-        results.append(store.wait_for_version(target, timeout_seconds=30))
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
-    assert waiting.wait(timeout=10)
-    applied = store.apply(connected([("p", "q")]))
-    waiter.join(timeout=30)
-
-    assert results == [applied]
-    assert store.wait_for_version(applied - 1, timeout_seconds=0) == applied
-
-
-def test_wait_for_version_raises_timeout_error_after_its_deadline(store: GraphStore) -> None:
-    with pytest.raises(TimeoutError, match="still below 1"):
-        store.wait_for_version(1, timeout_seconds=0.05)
-
-
 # -- round trips --------------------------------------------------------------
 
 
