@@ -136,9 +136,15 @@ def open_projection(
 
 
 def create_schema(node: redis.Redis, projection: GraphProjection) -> None:
-    """The projection's indexes (on a new projection; FalkorDB refuses one that exists)."""
+    """The projection's indexes, on a new projection. Two processes may open a new index at
+    once (the indexer, and a reader such as `kgstream status`), and FalkorDB refuses an index
+    that exists: the one the other made is the same, so that refusal is no error."""
     for query in projection.schema_queries():
-        node.execute_command(QUERY, projection.key, query)  # type: ignore[no-untyped-call]
+        try:
+            node.execute_command(QUERY, projection.key, query)  # type: ignore[no-untyped-call]
+        except redis.ResponseError as error:
+            if "already indexed" not in str(error):
+                raise
 
 
 def queue_batch(pipe: Any, projection: GraphProjection, queries: Sequence[str]) -> int:

@@ -27,6 +27,7 @@ from connectors.redis.projection_control import (
     ProjectionDecision,
     ProjectionFailed,
     ProjectionMode,
+    create_schema,
     read_versions,
 )
 from connectors.redis.projection_read import (
@@ -323,6 +324,25 @@ def test_auto_with_the_module_writes_the_projection(falkordb_server) -> None:
     finally:
         store.clear()
         store.close()
+
+
+def test_two_openers_of_a_new_projection_both_have_its_schema(falkordb_server) -> None:
+    """An indexer and a reader (`kgstream status`) may open a new index at the same time:
+    both see no graph, both make its indexes, and the second's are no error."""
+    workspace = f"projection{next(_workspaces)}"
+    first = GraphStore.from_url(falkordb_server.url, workspace=workspace)
+    second = GraphStore.from_url(falkordb_server.url, workspace=workspace)
+    try:
+        assert first.projection is None and second.projection is None
+        projection = first.open_projection(ProjectionMode.AUTO)
+        assert projection == ProjectionDecision(True)
+        assert first.projection is not None
+        create_schema(second.client, first.projection)  # as the loser of the race does
+        assert second.open_projection(ProjectionMode.ON) == ProjectionDecision(True)
+    finally:
+        first.clear()
+        first.close()
+        second.close()
 
 
 # -- on by default in the embedded default -------------------------------------
