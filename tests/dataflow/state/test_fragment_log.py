@@ -33,7 +33,7 @@ from dataflow.state.forms import FragmentRows
 from dataflow.state.fragment_log import HeldBase, LogPolicy
 from dataflow.state.held_bases import HeldBases
 from kgstream.indexer import recovery_partitions
-from tests.dataflow.harness import events, fresh_build, stored
+from tests.dataflow.harness import assert_projection_is_of, events, fresh_build, stored
 from tests.support.ports import free_ports
 
 
@@ -370,9 +370,12 @@ def resume_in_a_cluster(proc_id, addresses, redis_url, llm_url, workspace, work,
     from bytewax.recovery import RecoveryConfig
     from bytewax.testing import cluster_main
 
+    from connectors.redis.projection_control import ProjectionMode
     from tests.dataflow.harness import new_components
 
-    components = new_components(redis_url, llm_url, work / f"vectors-{proc_id}", workspace)
+    components = new_components(
+        redis_url, llm_url, work / f"vectors-{proc_id}", workspace, ProjectionMode.ON
+    )
     bases = HeldBases(wait_seconds=20.0)  # a base in the other process: fail in this test's time
     dataflow = build_flow(TestingSource(changes), components, bases=bases)
     recovery = RecoveryConfig(str(work / "data" / "recovery"))
@@ -384,7 +387,7 @@ def resume_in_a_cluster(proc_id, addresses, redis_url, llm_url, workspace, work,
 
 
 def test_a_crash_resumed_by_a_cluster_of_another_shape_finds_each_base_beside_its_key(
-    components, redis_server, llm_server, tmp_path
+    components, falkordb_server, llm_server, tmp_path
 ):
     """Bytewax routes a key to the same worker in every step, so after a crash in one
     process, two processes resume it and each big key claims its base from the holder step
@@ -407,7 +410,9 @@ def test_a_crash_resumed_by_a_cluster_of_another_shape_finds_each_base_beside_it
     results = context.Queue()
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
     workspace = components.stores.graph.workspace
-    shared = (redis_server.url, llm_server.base_url, workspace, tmp_path, results)
+    # The Redis of `components` (with the graph module: the resumed processes write the
+    # projection as the first run did).
+    shared = (falkordb_server.url, llm_server.base_url, workspace, tmp_path, results)
     changes = [*events(before), *events(after, start=100.0)]
     processes = [
         context.Process(
@@ -423,4 +428,6 @@ def test_a_crash_resumed_by_a_cluster_of_another_shape_finds_each_base_beside_it
         assert process.exitcode == 0
 
     assert all(reported.values()), reported  # keys of each process claimed their base there
-    assert stored(components).graph == fresh_build([*before, *after])
+    expected = fresh_build([*before, *after])
+    assert stored(components).graph == expected
+    assert_projection_is_of(components, expected)
