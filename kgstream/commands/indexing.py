@@ -210,8 +210,11 @@ def reachable_topic(bootstrap_servers: str, topic: str) -> None:
     handlers = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         wait_for_topic(bootstrap_servers, topic, away)
-    except ValueError as error:
-        raise UserError(str(error).partition(";")[0], str(error).partition("; ")[2]) from None
+    except ValueError:  # topic_partitions: the topic has no partitions
+        raise UserError(
+            f"Kafka topic {topic!r} does not exist or has no partitions",
+            f"create it first (kafka-topics.sh --create --topic {topic} ...) or fix --topic",
+        ) from None
     except _StoppedWaiting as stopped:  # nothing was read yet: a clean stop
         print(f"kgstream: {stopped}: stopping while waiting for Kafka", file=sys.stderr)
         raise SystemExit(0) from None
